@@ -271,12 +271,13 @@ def _normalize(url, base, drop_params, sort_query) -> str | None:
         if DEFAULT_PORTS.get(scheme) == port:
             port = ""
     path = _remove_dot_segments(_normalize_escapes(path)) if path else "/"
-    if drop_params and ";" in path:
-        path = _drop_path_params(path, frozenset(drop_params))
+    drop = frozenset(drop_params)  # a no-op for the frozenset UrlNormalizer passes
+    if drop and ";" in path:
+        path = _drop_path_params(path, drop)
     if query:
         query = _normalize_escapes(query)
-        if drop_params or sort_query:
-            query = _filter_query(query, frozenset(drop_params), sort_query)
+        if drop or sort_query:
+            query = _filter_query(query, drop, sort_query)
     out = [scheme, "://"]
     if userinfo:
         out += [_normalize_escapes(userinfo), "@"]
