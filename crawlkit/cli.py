@@ -1,0 +1,168 @@
+"""The ``crawlkit`` command: one subcommand per stage, plus crawl, inspection and tools.
+
+Every subcommand takes ``--conf key=value`` (repeatable), ``--site FILE``, ``--crawl-dir``
+and ``--master``; the precedence is defaults < site file < --conf (see conf/). ``--now`` sets
+the logical time of a stage (ISO 8601, UTC); it defaults to the wall clock, which is read
+here, at the edge, and nowhere inside the library.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from datetime import datetime, timezone
+
+from crawlkit.conf import ConfError, load_conf, parse_assignments
+
+STAGES = {
+    "inject": "add seed URLs to the crawldb",
+    "generate": "write the next fetch list (top-N by score, capped per host)",
+    "fetch": "fetch a segment's fetch list, politely",
+    "parse": "parse a segment's fetched content",
+    "updatedb": "apply a fetched and parsed segment to the crawldb and link table",
+    "score": "run a scorer (PageRank, OPIC, ...) and write the scores to the crawldb",
+    "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/score",
+    "export": "export scores as search-index boosts",
+    "stats": "crawldb statistics",
+    "replay": "serve the local replay web (graph, WARC or generated)",
+    "evaluate": "evaluate a finished crawl's ordering against a full web graph",
+}
+NOT_YET = {
+    "export": "Export scores as search-index boosts",
+    "stats": "The operator's view: progress, statistics, inspection, and an HTML crawl report",
+    "evaluate": "Ordering quality: the crawl-and-stop experiment",
+}
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def parse_time(text: str) -> datetime:
+    value = datetime.fromisoformat(text)
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a configuration key (repeatable)")
+    parser.add_argument("--site", help="site configuration file (TOML)")
+    parser.add_argument("--crawl-dir", help="crawl directory (sets crawl.dir)")
+    parser.add_argument("--master", help="Spark master URL (sets spark.master)")
+    parser.add_argument("--now", type=parse_time, help="logical time of the stage (ISO 8601, UTC)")
+    parser.add_argument("--quiet", action="store_true", help="print only errors and the final JSON counters")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crawlkit", description="An importance-ordered batch web crawler on Spark.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in STAGES.items():
+        if name == "replay":
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p)
+        if name in ("inject", "crawl"):
+            p.add_argument("--seeds", required=(name == "inject"), help="seeds file, one URL per line")
+        if name in ("fetch", "parse", "updatedb", "score"):
+            p.add_argument("--segment", help="segment name (default: the newest)")
+        if name == "generate":
+            p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
+        if name == "crawl":
+            p.add_argument("--rounds", type=int, help="rounds to run (sets crawl.rounds)")
+            p.add_argument("--topN", type=int, help="URLs per round (sets crawl.topN)")
+        if name == "score":
+            p.add_argument("--scorer", help="scorer name (sets scoring.scorer)")
+            p.add_argument("--list", action="store_true", help="list the available scorers")
+    return parser
+
+
+def _conf_from(args):
+    overrides = parse_assignments(args.conf)
+    for flag, key in (("crawl_dir", "crawl.dir"), ("master", "spark.master"), ("topN", "crawl.topN"),
+                      ("rounds", "crawl.rounds"), ("scorer", "scoring.scorer")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            overrides[key] = value
+    return load_conf(site=args.site, overrides=overrides)
+
+
+def _latest_segment(spark, conf) -> str:
+    from crawlkit import storage
+    segments = storage.list_segments(spark, conf["crawl.dir"])
+    if not segments:
+        raise SystemExit(f"crawlkit: no segments under {conf['crawl.dir']}")
+    return segments[-1]
+
+
+def run(args) -> dict:
+    """Dispatch a parsed command line; returns the stage's counters."""
+    from crawlkit.spark import get_spark
+
+    conf = _conf_from(args)
+    spark = get_spark(conf)
+    now = args.now or utc_now()
+    say = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
+    cmd = args.command
+    if conf.changed():
+        say("options in effect: " + json.dumps(conf.changed(), default=str, sort_keys=True))
+    if cmd == "inject":
+        from crawlkit.stages.inject import run_inject
+        counters = run_inject(spark, args.seeds, conf, now)
+        for error in counters["errors"]:
+            say(f"seeds {error}")
+        return counters
+    if cmd == "generate":
+        from crawlkit.stages.generate import run_generate
+        return run_generate(spark, conf, now)
+    if cmd == "fetch":
+        from crawlkit.stages.fetch import run_fetch
+        return run_fetch(spark, conf, now, args.segment or _latest_segment(spark, conf))
+    if cmd == "parse":
+        from crawlkit.stages.parse import run_parse
+        return run_parse(spark, conf, args.segment or _latest_segment(spark, conf))
+    if cmd == "updatedb":
+        from crawlkit.stages.updatedb import run_updatedb
+        return run_updatedb(spark, conf, now, args.segment or _latest_segment(spark, conf))
+    if cmd == "score":
+        from crawlkit.scoring import list_scorers, run_scoring
+        if args.list:
+            return {"scorers": list_scorers()}
+        return run_scoring(spark, conf["crawl.dir"], conf, now, args.segment)
+    if cmd == "crawl":
+        from crawlkit.crawl import run_crawl
+        reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], utc_now, say)
+        return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters} for r in reports]}
+    raise SystemExit(f"crawlkit {cmd}: not available yet (issue: {NOT_YET.get(cmd, cmd)})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "replay":
+        from crawlkit.replay.cli import main as replay_main
+        return replay_main(argv[1:]) or 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    if args.command in NOT_YET:
+        print(f"crawlkit {args.command}: not available yet; it is planned in the issue "
+              f"\"{NOT_YET[args.command]}\".", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        counters = run(args)
+    except ConfError as exc:
+        print(f"crawlkit: configuration error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(counters, default=str, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

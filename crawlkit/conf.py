@@ -1,0 +1,226 @@
+"""Configuration: every key declared once, with its default and description, in
+conf/crawlkit-default.toml.
+
+Precedence, lowest first: the defaults file, a site file, then ``key=value`` overrides
+(the command line's ``--conf``). Unknown keys and wrongly typed values are refused with an
+error naming the key and where it came from, so a typo never silently does nothing.
+
+A :class:`Conf` is an immutable flat mapping of dotted keys (``"fetcher.threads"``) to plain
+Python values, so it pickles cheaply to Spark executors.
+
+Example::
+
+    conf = load_conf(overrides={"fetcher.threads": 4})
+    conf["fetcher.threads"]  # 4
+"""
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from crawlkit.paths import conf_dir
+
+DEFAULTS_FILE = "crawlkit-default.toml"
+SITE_FILE = "crawlkit-site.toml"
+
+
+class ConfError(ValueError):
+    """A configuration key or value that cannot be accepted."""
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    key: str
+    default: Any
+    description: str
+    type: str
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "list[str]"
+    if isinstance(value, dict):
+        return "dict[str,str]"
+    raise ConfError(f"unsupported default type {type(value).__name__}")
+
+
+def load_specs(path: Path | None = None) -> dict[str, KeySpec]:
+    """Read the declared keys from the defaults file."""
+    path = path or conf_dir() / DEFAULTS_FILE
+    with open(path, "rb") as fh:
+        raw = tomllib.load(fh)
+    specs: dict[str, KeySpec] = {}
+    for section, entries in raw.items():
+        for name, entry in entries.items():
+            key = f"{section}.{name}"
+            if not isinstance(entry, dict) or "default" not in entry or "description" not in entry:
+                raise ConfError(f"{path}: {key} needs a default and a description")
+            specs[key] = KeySpec(key, entry["default"], entry["description"],
+                                 entry.get("type") or _type_name(entry["default"]))
+    return specs
+
+
+def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
+    """Check (and for command-line strings, parse) a value against its key's type."""
+    want = spec.type
+    if isinstance(value, str) and want != "str":
+        value = _parse_text(spec, value, origin)
+    ok = {
+        "bool": lambda v: isinstance(v, bool),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+        "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "dict[str,str]": lambda v: isinstance(v, dict),
+        "dict[str,float]": lambda v: isinstance(v, dict) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()),
+    }[want]
+    if not ok(value):
+        raise ConfError(f"{origin}: {spec.key} must be {want}, got {value!r}")
+    if want == "float":
+        value = float(value)
+    return value
+
+
+def _parse_text(spec: KeySpec, text: str, origin: str) -> Any:
+    want = spec.type
+    try:
+        if want == "bool":
+            lowered = text.strip().lower()
+            if lowered in ("true", "1", "yes", "on"):
+                return True
+            if lowered in ("false", "0", "no", "off"):
+                return False
+            raise ValueError(text)
+        if want == "int":
+            return int(text)
+        if want == "float":
+            return float(text)
+        if want.startswith("list"):
+            text = text.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        if want.startswith("dict"):
+            return json.loads(text)
+    except ValueError as exc:
+        raise ConfError(f"{origin}: {spec.key} must be {want}, got {text!r}") from exc
+    return text
+
+
+class Conf(Mapping[str, Any]):
+    """An immutable, validated configuration."""
+
+    def __init__(self, values: Mapping[str, Any], specs: Mapping[str, KeySpec]):
+        self._values = dict(values)
+        self._specs = specs
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise ConfError(f"unknown configuration key {key!r}") from None
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The keys of one stage without their prefix, e.g. ``conf.section("urls")``."""
+        prefix = name + "."
+        return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None, origin: str = "override") -> "Conf":
+        values = dict(self._values)
+        for key, value in (overrides or {}).items():
+            spec = self._specs.get(key)
+            if spec is None:
+                raise ConfError(f"{origin}: unknown configuration key {key!r}")
+            values[key] = _coerce(spec, value, origin)
+        return Conf(values, self._specs)
+
+    def describe(self, key: str) -> str:
+        return self._specs[key].description
+
+    def changed(self) -> dict[str, Any]:
+        """Keys whose value differs from the default: what a stage logs as 'options in effect'."""
+        return {k: v for k, v in self._values.items() if v != self._specs[k].default}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __reduce__(self):
+        return (Conf, (self._values, self._specs))
+
+
+def _flatten_site(raw: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for section, entries in raw.items():
+        if not isinstance(entries, dict):
+            raise ConfError(f"{path}: {section!r} must be a [section] table of keys")
+        for name, value in entries.items():
+            flat[f"{section}.{name}"] = value
+    return flat
+
+
+def site_file(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The site file in effect: explicit, then $CRAWLKIT_SITE, then conf/crawlkit-site.toml."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("CRAWLKIT_SITE"):
+        return Path(os.environ["CRAWLKIT_SITE"])
+    default = conf_dir() / SITE_FILE
+    return default if default.exists() else None
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, str]:
+    """``["fetcher.threads=4", ...]`` from the command line into a dict (values stay text)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfError(f"--conf expects key=value, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def load_conf(site: str | os.PathLike | None = None,
+              overrides: Mapping[str, Any] | None = None) -> Conf:
+    """Defaults < site file < overrides, validated."""
+    specs = load_specs()
+    conf = Conf({k: s.default for k, s in specs.items()}, specs)
+    path = site_file(site)
+    if path is not None:
+        try:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfError(f"site configuration file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfError(f"{path}: not valid TOML: {exc}") from None
+        conf = conf.with_overrides(_flatten_site(raw, path), origin=str(path))
+    return conf.with_overrides(overrides, origin="--conf")
+
+
+def make_conf(**overrides: Any) -> Conf:
+    """Defaults plus keyword overrides, with ``__`` for the dot: ``make_conf(fetcher__threads=2)``.
+
+    Ignores any site file, so tests and library callers get the same answer everywhere.
+    """
+    specs = load_specs()
+    conf = Conf({k: s.default for k, s in specs.items()}, specs)
+    return conf.with_overrides({k.replace("__", "."): v for k, v in overrides.items()}, origin="make_conf")

@@ -1,0 +1,76 @@
+"""The Spark session factory: Delta Lake and GraphFrames on the classpath from .jars/.
+
+The jars are resolved once by scripts/setup.sh, so starting a session downloads nothing.
+On a cluster the same files can be shipped (``spark.jars``/``--jars``) or named as Maven
+coordinates (``--packages io.delta:delta-spark_4.1_2.13:4.4.0``); see docs/cluster.md.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pyspark.sql import SparkSession
+
+from crawlkit.conf import Conf
+from crawlkit.paths import project_home
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def local_jars() -> list[str]:
+    """Absolute paths of the jars setup resolved (a list, not a glob: globs fail on executors)."""
+    folder = project_home() / ".jars"
+    return sorted(str(p) for p in folder.glob("*.jar"))
+
+
+def has_graphframes(spark: SparkSession) -> bool:
+    """Whether the GraphFrames JVM classes are loadable in this session."""
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName(
+            "org.graphframes.GraphFrame", True,
+            spark.sparkContext._jvm.Thread.currentThread().getContextClassLoader())
+        return True
+    except Exception:  # Py4JJavaError: ClassNotFoundException
+        return False
+
+
+def session_settings(conf: Conf) -> dict[str, str]:
+    """Spark settings derived from crawlkit's conf (the ``spark.*`` keys)."""
+    jars = conf["spark.jars"] or ",".join(local_jars())
+    settings = {
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.shuffle.partitions": str(conf["spark.shuffle_partitions"]),
+        "spark.default.parallelism": str(max(2, os.cpu_count() or 2)),
+        "spark.driver.memory": conf["spark.driver_memory"],
+        "spark.ui.enabled": str(conf["spark.ui"]).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Small crawl tables: no broadcast surprises, adaptive execution on.
+        "spark.sql.adaptive.enabled": "true",
+        "spark.python.worker.reuse": "true",
+    }
+    if jars:
+        settings["spark.jars"] = jars
+    settings.update({k: str(v) for k, v in conf["spark.extra"].items()})
+    return settings
+
+
+def get_spark(conf: Conf, master: str | None = None) -> SparkSession:
+    """Return the active session or build one from conf (master: argument > conf)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(conf["spark.app_name"])
+    # Under spark-submit the JVM already exists (PYSPARK_GATEWAY_PORT) with the submitted
+    # master; only an explicit argument overrides it there.
+    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        builder = builder.master(master or conf["spark.master"])
+    for key, value in session_settings(conf).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(conf["spark.log_level"])
+    checkpoint = conf["spark.checkpoint_dir"] or conf["crawl.dir"].rstrip("/") + "/_checkpoints"
+    spark.sparkContext.setCheckpointDir(checkpoint)
+    return spark

@@ -1,0 +1,101 @@
+"""generate: the round's fetch list, the most important due URLs first.
+
+Candidates are URLs due now (``fetch_time <= now``), not locked by a segment that was never
+applied (the lock expires after ``generate.lock_timeout``, as Nutch's crawl.gen.delay), with
+an ordering score of at least ``generate.min_score``. Per-host and per-domain caps keep the
+best URLs of each host; then an exact global top-N by score (Spark's TakeOrderedAndProject,
+not Nutch's approximate per-reducer cut). The fetch list is hash-partitioned by host so one
+host is in one partition: one fetch task owns a host, which is what makes politeness hold
+across executors.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from crawlkit import schemas, storage
+from crawlkit.conf import Conf
+from crawlkit.status import Status
+
+NEVER_GENERATED = (Status.DUPLICATE.value, Status.EVICTED.value)
+VIRTUAL_PREFIX = "crawlkit:"  # reserved pseudo-URLs (e.g. OPIC's virtual page) are never fetched
+
+
+def segment_name(now: datetime) -> str:
+    return now.strftime("%Y%m%d%H%M%S")
+
+
+def due_candidates(crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
+    """URLs that may be generated at ``now``."""
+    lock_expired = F.col("generate_time") + F.make_dt_interval(secs=F.lit(conf["generate.lock_timeout"])) <= F.lit(now)
+    return crawldb.filter(
+        (F.col("fetch_time") <= F.lit(now))
+        & ~F.col("status").isin(*NEVER_GENERATED)
+        & ~F.col("url").startswith(VIRTUAL_PREFIX)
+        & (F.col("score") >= F.lit(conf["generate.min_score"]))
+        & (F.col("generated_segment").isNull() | lock_expired))
+
+
+def cap_per_group(df: DataFrame, column: str, cap: int) -> DataFrame:
+    """Keep the ``cap`` best-scored rows of each value of ``column`` (0 = no cap)."""
+    if cap <= 0:
+        return df
+    rank = Window.partitionBy(column).orderBy(F.col("score").desc(), F.col("url"))
+    return df.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") <= cap).drop("_rank")
+
+
+def order_key(conf: Conf) -> list:
+    """Sort order of the fetch list: the ordering score, then the URL for determinism.
+    A focused crawl (generate.policy = hot_queue) puts its hot queue first."""
+    keys = [F.col("score").desc(), F.col("url")]
+    if conf["generate.policy"] == "hot_queue":
+        keys.insert(0, F.col("hot_queue").desc())
+    return keys
+
+
+def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> DataFrame:
+    """The fetch list (unpartitioned): capped, exact top-N, in fetch-list columns."""
+    candidates = due_candidates(crawldb, conf, now)
+    if conf["generate.policy"] == "hot_queue":
+        from crawlkit.scoring.focused import with_hot_queue  # focused crawling adds the queue flag
+        candidates = with_hot_queue(candidates, conf)
+    candidates = cap_per_group(candidates, "host", conf["generate.max_per_host"])
+    candidates = cap_per_group(candidates, "domain", conf["generate.max_per_domain"])
+    ordered = candidates.orderBy(*order_key(conf))
+    top_n = conf["crawl.topN"]
+    if top_n > 0:
+        ordered = ordered.limit(top_n)
+    return schemas.conform(ordered.withColumn("segment", F.lit(segment)), "fetchlist")
+
+
+def partition_by_host(fetchlist: DataFrame, partitions: int) -> DataFrame:
+    """One host per partition; within a partition, hosts together and best URLs first."""
+    return (fetchlist.repartition(partitions, "host")
+            .sortWithinPartitions("host", F.col("score").desc(), "url"))
+
+
+def run_generate(spark: SparkSession, conf: Conf, now: datetime, segment: str | None = None) -> dict:
+    """Write segments/<segment>/fetchlist and lock its URLs in the crawldb (one commit)."""
+    crawl_dir = conf["crawl.dir"]
+    segment = segment or segment_name(now)
+    db_path = storage.crawldb_path(crawl_dir)
+    table = storage.ensure_table(spark, db_path, "crawldb")
+    fetchlist = generate(table.toDF(), conf, now, segment).cache()
+    count = fetchlist.count()
+    if count == 0:
+        fetchlist.unpersist()
+        return {"segment": None, "generated": 0}
+    partitions = conf["generate.partitions"] or spark.sparkContext.defaultParallelism
+    storage.write_segment_part(partition_by_host(fetchlist, partitions), crawl_dir, segment, "fetchlist", "fetchlist")
+    hosts = fetchlist.select("host").distinct().count()
+    with storage.commit_tag(spark, f"generate:{segment}"):
+        (table.alias("db")
+         .merge(fetchlist.select("url").alias("f"), "db.url = f.url")
+         .whenMatchedUpdate(set={"generated_segment": F.lit(segment), "generate_time": F.lit(now)})
+         .execute())
+    fetchlist.unpersist()
+    counters = {"segment": segment, "generated": count, "hosts": hosts, "partitions": partitions}
+    storage.write_stats(spark, crawl_dir, segment, "generate", counters)
+    return counters

@@ -1,0 +1,75 @@
+"""parse: text, title and outlinks (with extended link metadata) of the fetched pages.
+
+Runs crawlkit.parse.parse_document over Arrow batches of the segment's content. Outlinks are
+normalized and filtered here, on the executors, so updatedb only deduplicates and merges.
+A page that cannot be parsed gets parse_status "failed" and its error; it never fails the job.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from crawlkit import schemas, storage
+from crawlkit.conf import Conf
+from crawlkit.status import FetchStatus
+
+
+def _parse_batches(conf: dict):
+    from crawlkit.parse import parse_document
+    from crawlkit.urls import UrlFilter, UrlNormalizer
+
+    urls_conf = {k[len("urls."):]: v for k, v in conf.items() if k.startswith("urls.")}
+    normalizer, url_filter = UrlNormalizer(urls_conf), UrlFilter(urls_conf)
+    arrow_schema = to_arrow_schema(schemas.struct("parse"))
+    options = dict(max_outlinks=conf["parser.max_outlinks"], max_text=conf["parser.max_text"],
+                   backend=conf["parser.backend"], signature=conf["parser.signature"])
+
+    def parse_row(row: dict) -> dict:
+        result = parse_document(row["url"], row["content"] or b"", row["content_type"],
+                                dict(row["headers"] or []), **options)
+        outlinks = []
+        for link in result.get("outlinks") or []:
+            url = normalizer(link["url"])
+            if url is None or url_filter.check(url) or (conf["parser.ignore_same_page_links"] and url == row["url"]):
+                continue
+            outlinks.append({"url": url, "anchor": link.get("anchor") or None,
+                             "nofollow": bool(link.get("nofollow")),
+                             "meta": list((link.get("meta") or {}).items())})
+        error = result.get("error")
+        return {"url": row["url"], "parse_status": "failed" if error else "success",
+                "title": result.get("title"), "text": result.get("text"),
+                "signature": result.get("signature"), "outlinks": outlinks,
+                "noindex": bool(result.get("noindex")), "nofollow": bool(result.get("nofollow")),
+                "canonical": result.get("canonical"), "lang": result.get("lang"),
+                "error": error, "segment": row["segment"]}
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            rows = [parse_row(r) for r in batch.to_pylist()]
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+    return run
+
+
+def parse(content: DataFrame, conf: Conf) -> DataFrame:
+    """Parse output for the successfully fetched pages of a content DataFrame."""
+    pages = content.filter((F.col("fetch_status") == FetchStatus.SUCCESS.value) & F.col("content").isNotNull())
+    return pages.mapInArrow(_parse_batches(conf.to_dict()), schemas.struct("parse"))
+
+
+def run_parse(spark: SparkSession, conf: Conf, segment: str) -> dict:
+    crawl_dir = conf["crawl.dir"]
+    content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
+    storage.write_segment_part(parse(content, conf), crawl_dir, segment, "parse", "parse")
+    parsed = storage.read_segment_part(spark, crawl_dir, segment, "parse", "parse")
+    totals = parsed.agg(F.count("*").alias("pages"),
+                        F.sum(F.when(F.col("parse_status") == "failed", 1).otherwise(0)).alias("failed"),
+                        F.sum(F.size("outlinks")).alias("outlinks")).first()
+    counters = {"segment": segment, "pages": totals["pages"], "failed": totals["failed"] or 0,
+                "outlinks": totals["outlinks"] or 0}
+    storage.write_stats(spark, crawl_dir, segment, "parse", counters)
+    return counters

@@ -1,0 +1,147 @@
+"""The crawl directory: Delta tables for durable state, Parquet segments per round.
+
+Layout under one crawl directory (a path or URI)::
+
+    crawldb/                     Delta, one row per URL (schemas/crawldb.json)
+    linkdb/                      Delta, one row per link (schemas/links.json)
+    segments/<segment>/fetchlist Parquet, written by generate, one host per partition
+    segments/<segment>/content   Parquet, written by fetch (nothing dropped)
+    segments/<segment>/parse     Parquet, written by parse
+    segments/<segment>/_stats/   JSON counters of each stage
+    _checkpoints/                Spark checkpoints (lineage cuts)
+
+Every Delta commit made by a stage carries ``userMetadata = "<stage>:<segment>"`` so a stage
+can tell whether a segment was already applied and a rerun is a no-op (idempotent stages).
+"""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import Iterator
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+
+from crawlkit import schemas
+
+CRAWLDB = "crawldb"
+LINKDB = "linkdb"
+
+
+def join(base: str, *parts: str) -> str:
+    """Join URI path parts without collapsing ``scheme://`` (unlike os.path / pathlib)."""
+    return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
+
+
+def crawldb_path(crawl_dir: str) -> str:
+    return join(crawl_dir, CRAWLDB)
+
+
+def linkdb_path(crawl_dir: str) -> str:
+    return join(crawl_dir, LINKDB)
+
+
+def segment_path(crawl_dir: str, segment: str, part: str | None = None) -> str:
+    return join(crawl_dir, "segments", segment, *( [part] if part else []))
+
+
+def is_delta(spark: SparkSession, path: str) -> bool:
+    return DeltaTable.isDeltaTable(spark, path)
+
+
+def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors: bool = True) -> DeltaTable:
+    """Create an empty Delta table with the declared schema if it does not exist yet."""
+    if not is_delta(spark, path):
+        (DeltaTable.createIfNotExists(spark)
+         .location(path)
+         .addColumns(schemas.struct(table))
+         .property("delta.enableDeletionVectors", str(deletion_vectors).lower())
+         .property("crawlkit.schema", f"{table}:v{schemas.version(table)}")
+         .execute())
+    return DeltaTable.forPath(spark, path)
+
+
+def read_table(spark: SparkSession, path: str, table: str, version: int | None = None) -> DataFrame:
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return schemas.conform(reader.load(path), table)
+
+
+def table_version(spark: SparkSession, path: str) -> int:
+    return DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
+
+
+@contextmanager
+def commit_tag(spark: SparkSession, tag: str) -> Iterator[None]:
+    """Tag the Delta commits made inside the block with ``userMetadata = tag``."""
+    key = "spark.databricks.delta.commitInfo.userMetadata"
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, tag)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
+
+
+def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
+    """Whether a commit tagged ``tag`` is in the table's history (the stage already ran)."""
+    if not is_delta(spark, path):
+        return False
+    history = DeltaTable.forPath(spark, path).history().select("userMetadata")
+    return history.filter(history.userMetadata == tag).limit(1).count() > 0
+
+
+def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, table: str) -> None:
+    """Write one segment part atomically enough for a rerun: overwrite, declared schema."""
+    schemas.conform(df, table).write.mode("overwrite").parquet(segment_path(crawl_dir, segment, part))
+
+
+def read_segment_part(spark: SparkSession, crawl_dir: str, segment: str, part: str, table: str) -> DataFrame:
+    return spark.read.schema(schemas.struct(table)).parquet(segment_path(crawl_dir, segment, part))
+
+
+def segment_part_exists(spark: SparkSession, crawl_dir: str, segment: str, part: str) -> bool:
+    return path_exists(spark, join(segment_path(crawl_dir, segment, part), "_SUCCESS"))
+
+
+def path_exists(spark: SparkSession, path: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs.exists(hpath)
+
+
+def list_segments(spark: SparkSession, crawl_dir: str) -> list[str]:
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(join(crawl_dir, "segments"))
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(hpath):
+        return []
+    return sorted(s.getPath().getName() for s in fs.listStatus(hpath) if s.isDirectory())
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """Write a small text file through Hadoop's FileSystem (works for any URI scheme)."""
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    out = fs.create(hpath, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+
+
+def read_text(spark: SparkSession, path: str) -> str | None:
+    if not path_exists(spark, path):
+        return None
+    return "\n".join(r.value for r in spark.read.text(path, wholetext=True).collect())
+
+
+def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, counters: dict) -> None:
+    write_text(spark, join(segment_path(crawl_dir, segment), "_stats", f"{stage}.json"),
+               json.dumps(counters, sort_keys=True, default=str))

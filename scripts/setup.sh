@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One idempotent set-up for a fresh machine: the virtual environment, the package, and the
+# Spark extension jars (Delta Lake, GraphFrames) resolved from Maven Central into .jars/.
+# A second run checks each step and does nothing new. Nothing is downloaded at job run time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# 1. virtual environment + package (re-installed only when pyproject.toml changed)
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.crawlkit-installed
+if [ ! -f "$stamp" ] || ! cmp -s pyproject.toml "$stamp"; then
+  say "installing crawlkit and its dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[test]"
+  cp pyproject.toml "$stamp"
+else
+  say "python environment up to date"
+fi
+
+# 2. Spark extension jars. Maven (which honours a mirror in settings.xml, unlike Spark's Ivy)
+# resolves scripts/jars/pom.xml; jars that pyspark already ships are left out so the
+# classpath holds one copy of each library.
+jar_stamp=.jars/.resolved
+if [ ! -f "$jar_stamp" ] || ! cmp -s scripts/jars/pom.xml "$jar_stamp"; then
+  command -v mvn >/dev/null 2>&1 || { echo "setup: Maven (mvn) is needed to resolve the Spark jars" >&2; exit 1; }
+  say "resolving Spark extension jars with Maven"
+  rm -rf .jars.tmp && mkdir -p .jars.tmp
+  mvn -B -q -f scripts/jars/pom.xml dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$ROOT/.jars.tmp"
+  .venv/bin/python scripts/jars/prune_jars.py .jars.tmp
+  rm -rf .jars && mv .jars.tmp .jars
+  cp scripts/jars/pom.xml "$jar_stamp"
+else
+  say "Spark jars up to date ($(ls .jars/*.jar | wc -l) jars in .jars/)"
+fi
+
+# 3. Chromium for the HTML report test (Debian package), only when asked or in CI.
+if [ "${CRAWLKIT_SETUP_BROWSER:-${CI:-false}}" = "true" ] && ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    say "installing chromium (report rendering test)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || say "chromium could not be installed; the report screenshot test will be skipped"
+  fi
+fi
+say "done"

@@ -1,0 +1,76 @@
+"""Configuration: every key declared, precedence defaults < site < --conf, clear errors."""
+import pytest
+
+from crawlkit.conf import ConfError, load_conf, load_specs, make_conf, parse_assignments
+
+
+def test_every_key_has_a_default_and_a_description():
+    specs = load_specs()
+    assert len(specs) > 50
+    for spec in specs.values():
+        assert spec.description.strip(), spec.key
+        assert "." in spec.key
+
+
+def test_precedence_defaults_then_site_then_command_line(tmp_path):
+    site = tmp_path / "site.toml"
+    site.write_text("[fetcher]\nthreads = 4\nserver_delay = 0.5\n")
+    conf = load_conf(site=site, overrides=parse_assignments(["fetcher.threads=8"]))
+    assert conf["fetcher.threads"] == 8            # command line beats the site file
+    assert conf["fetcher.server_delay"] == 0.5     # site file beats the default
+    assert conf["fetcher.max_content"] == 1048576  # untouched default
+
+
+def test_site_file_from_environment(tmp_path, monkeypatch):
+    site = tmp_path / "env-site.toml"
+    site.write_text("[generate]\nmax_per_host = 7\n")
+    monkeypatch.setenv("CRAWLKIT_SITE", str(site))
+    assert load_conf()["generate.max_per_host"] == 7
+
+
+def test_unknown_key_is_refused_naming_key_and_file(tmp_path):
+    site = tmp_path / "bad.toml"
+    site.write_text("[fetcher]\nthreadz = 4\n")
+    with pytest.raises(ConfError, match=r"bad.toml.*fetcher.threadz"):
+        load_conf(site=site)
+    with pytest.raises(ConfError, match="nope.key"):
+        load_conf(overrides={"nope.key": "1"})
+
+
+@pytest.mark.parametrize("key,value", [
+    ("fetcher.threads", "many"), ("fetcher.respect_robots", "maybe"), ("fetcher.server_delay", "x"),
+])
+def test_wrong_type_from_command_line_is_refused(key, value):
+    with pytest.raises(ConfError, match=key.replace(".", r"\.")):
+        load_conf(overrides={key: value})
+
+
+def test_wrong_type_in_site_file_is_refused(tmp_path):
+    site = tmp_path / "typed.toml"
+    site.write_text('[fetcher]\nthreads = "sixteen"\n')
+    with pytest.raises(ConfError, match=r"typed.toml: fetcher.threads must be int"):
+        load_conf(site=site)
+
+
+def test_malformed_site_file_names_the_file(tmp_path):
+    site = tmp_path / "broken.toml"
+    site.write_text("[fetcher\nthreads = 4\n")
+    with pytest.raises(ConfError, match="broken.toml: not valid TOML"):
+        load_conf(site=site)
+
+
+def test_command_line_values_are_parsed_to_the_declared_type():
+    conf = load_conf(overrides={"fetcher.respect_robots": "false", "fetcher.server_delay": "2",
+                                "urls.hosts_deny": "a.com, .b.org", "scoring.combine": '{"pagerank": 1.0}'})
+    assert conf["fetcher.respect_robots"] is False
+    assert conf["fetcher.server_delay"] == 2.0
+    assert conf["urls.hosts_deny"] == ["a.com", ".b.org"]
+    assert conf["scoring.combine"] == {"pagerank": 1.0}
+
+
+def test_make_conf_and_sections():
+    conf = make_conf(fetcher__threads=3)
+    assert conf.section("fetcher")["threads"] == 3
+    assert conf.changed() == {"fetcher.threads": 3}
+    with pytest.raises(ConfError):
+        parse_assignments(["no-equals-sign"])
