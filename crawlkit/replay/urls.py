@@ -44,22 +44,16 @@ def query_params(query: str) -> dict[str, str]:
 
 
 def key_variants(key: str) -> tuple[str, ...]:
-    """Keys to try after ``key`` misses: the other scheme, then with/without a trailing slash.
+    """Keys to try after ``key`` misses: the other scheme, the trailing slash toggled, then both.
 
     Archived URLs often differ from links only by ``https`` or a final ``/``; both
     are the same page on almost every server, so matching them is the least surprising.
     """
-    if key.startswith("http://"):
-        other = "https://" + key[7:]
-    elif key.startswith("https://"):
-        other = "http://" + key[8:]
-    else:
-        other = key
-    path_part = key.partition("?")
-    if path_part[1]:
-        toggled = key
-    elif key.endswith("/"):
-        toggled = key[:-1] if key.count("/") > 3 else key
-    else:
-        toggled = key + "/"
-    return tuple(dict.fromkeys(v for v in (other, toggled) if v != key))
+    scheme, _, rest = key.partition("://")
+    other_scheme = {"http": "https", "https": "http"}.get(scheme, scheme)
+    host, _, path = rest.partition("/")  # path without its leading "/"; empty for the root
+    candidates = [f"{other_scheme}://{rest}"]
+    if path and "?" not in path:
+        toggled = f"{host}/{path[:-1] if path.endswith('/') else path + '/'}"
+        candidates += [f"{scheme}://{toggled}", f"{other_scheme}://{toggled}"]
+    return tuple(dict.fromkeys(c for c in candidates if c != key))

@@ -1,7 +1,9 @@
 """The replay web: sources, faults, robots.txt and the clock put together.
 
 Routing of one request, first match wins:
-1. a fault rule matching the URL (its ``base`` is everything below);
+1. a fault rule matching the URL (its ``base`` is everything below), except for ``/__trap/``
+   URLs, which are the continuation of a fault (hop 2 of a redirect chain must not
+   start a new chain because its URL still matches the rule's pattern);
 2. ``/robots.txt``: the robots config for the host, else the sources, else the ``*`` entry, else 404;
 3. ``/__trap/KIND/...``: a fault requested by URL;
 4. the sources in command-line order (generated, graph and WARC webs);
@@ -15,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .changes import ChangeModel, Clock
-from .faults import KINDS, FaultContext, FaultKind, trap_fault
+from .faults import KINDS, TRAP_PREFIX, FaultContext, FaultKind, trap_fault
 from .generated import GeneratedWeb
 from .graph import LinkGraph
 from .messages import Request, Response, not_found, text_response
@@ -35,7 +37,7 @@ class Web:
         self._counter = itertools.count()
 
     def respond(self, request: Request) -> Response:
-        picked = self.faults.pick(request.url)
+        picked = None if request.path.startswith(TRAP_PREFIX) else self.faults.pick(request.url)
         if picked is None:
             return self._page(request)
         kind, params = picked
