@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -29,6 +30,7 @@ from .urls import query_params, split_url
 from .web import Web
 
 CONTROL_HOST = "replay.control"
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _HEAD_LIMIT = 64 * 1024
 _WRITE_BUFFER_HIGH = 256 * 1024
 
@@ -150,7 +152,7 @@ class ReplayHTTPServer:
             raise BadRequest(411, "request bodies must have a Content-Length")
         if method == "CONNECT":
             raise BadRequest(501, "CONNECT is not supported: the replay web serves http:// URLs only")
-        if target.startswith(("http://", "https://")):
+        if _ABSOLUTE.match(target):  # any scheme: archives hold ftp:// pages too, as proxies serve them
             url = target
         elif target.startswith("/"):
             host = self.site or headers.get("host", "").lower()
