@@ -12,6 +12,7 @@ from hashlib import blake2b
 
 _SCALE = 1.0 / 2**64
 _SIXTEEN_INTS = struct.Struct("<16I")
+_MASK64 = 2**64 - 1
 
 
 def stable_hash(*parts: object) -> int:
@@ -39,3 +40,11 @@ def hash_ints(count: int, *parts: object) -> list[int]:
         block += 1
     del out[count:]
     return out
+
+
+def mix64(x: int) -> int:
+    """A 64-bit integer scrambled (SplitMix64's finaliser): a per-id hash at a fraction of BLAKE2b's cost."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)

@@ -31,6 +31,8 @@ class ReplayServer:
 
     ``faults`` and ``robots`` are file paths or the parsed content (a list of rule
     tables; a host -> entry mapping), which is then written to ``workdir`` as JSON.
+    Without ``workdir`` a temporary folder is used, removed when this object is
+    garbage-collected (not at ``stop``, so the access log can still be read).
     """
 
     def __init__(self, sources: Sequence[str | os.PathLike], *, workdir: str | os.PathLike | None = None,
@@ -102,9 +104,10 @@ class ReplayServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if self._own_workdir is not None and process is not None:
-            self._own_workdir.cleanup()
-            self._own_workdir = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
 
     @property
     def running(self) -> bool:

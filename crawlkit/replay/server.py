@@ -21,6 +21,7 @@ import socket
 import struct
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from .accesslog import FLUSH_INTERVAL, AccessLog
@@ -48,7 +49,6 @@ class ReplayHTTPServer:
         self.access_log = access_log
         self._stopping = asyncio.Event()
         self._handlers: set[asyncio.Task] = set()
-        self._date_cache: tuple[int, str] = (-1, "")
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, ready_file: str | None = None) -> None:
         """Serve until SIGTERM, SIGINT or ``POST http://replay.control/shutdown``."""
@@ -110,7 +110,10 @@ class ReplayHTTPServer:
         arrived, started = time.time(), time.perf_counter()
         try:
             request, version = self._parse(head, client)
-            length = int(request.headers.get("content-length", "0") or 0)
+            length = request.headers.get("content-length", "0")
+            if not length.isdigit():
+                raise BadRequest(400, f"bad Content-Length {length[:20]!r}")
+            length = int(length)
             if length:
                 await reader.readexactly(length)
         except BadRequest as error:
@@ -125,7 +128,11 @@ class ReplayHTTPServer:
             return keep_alive
         clock = self.web.clock.now()
         if request.method in ("GET", "HEAD"):
-            response = self.web.respond(request)
+            try:
+                response = self.web.respond(request)
+            except Exception:  # a bug behind one URL must not take the connection (or the server) down
+                traceback.print_exc()
+                response = text_response("replay web: internal error (see the server log)\n", 500)
         else:
             response = text_response(f"method {request.method} not allowed\n", 405).with_headers(allow="GET, HEAD")
         sent, alive = await self._send(writer, request.method, response, keep_alive and not response.close)
@@ -230,10 +237,7 @@ class ReplayHTTPServer:
         return sent, True
 
     def _date(self) -> str:
-        second = int(self.web.clock.now())
-        if self._date_cache[0] != second:
-            self._date_cache = (second, http_date(second))
-        return self._date_cache[1]
+        return http_date(int(self.web.clock.now()))
 
     # -- control -----------------------------------------------------------------------------
 

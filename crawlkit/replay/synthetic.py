@@ -12,7 +12,7 @@ from email.utils import formatdate, parsedate_to_datetime
 from functools import lru_cache
 
 from .changes import ChangeModel
-from .hashing import hash_ints, stable_hash
+from .hashing import hash_ints, mix64, stable_hash
 from .messages import HTML, Request, Response
 from .text import corpus, link_item, paragraph, pick_words, render_html
 
@@ -21,8 +21,10 @@ EPOCH = 1704067200.0
 _KEEP_LINK = 0.8  # chance that a link survives a change
 
 
-def http_date(clock: float) -> str:
-    return formatdate(EPOCH + clock, usegmt=True)
+@lru_cache(maxsize=1 << 14)
+def http_date(clock: int) -> str:
+    """The HTTP date of a clock time (whole seconds: HTTP dates have no fractions)."""
+    return formatdate(EPOCH + int(clock), usegmt=True)
 
 
 class SyntheticSite:
@@ -32,6 +34,7 @@ class SyntheticSite:
         self.graph = graph
         self.changes = changes
         self.seed = seed
+        self._anchor_salt = stable_hash(seed, "anchor")
         self._link_item = lru_cache(maxsize=1 << 17)(self._make_link_item)
 
     def find(self, key: str) -> int | None:
@@ -62,7 +65,7 @@ class SyntheticSite:
     def _make_link_item(self, target: int) -> str:
         """The ``<li><a>`` line for a link to ``target``; anchor words depend on the target only."""
         href = self.graph.url(target)
-        bits = stable_hash(self.seed, "anchor", href)
+        bits = mix64(target ^ self._anchor_salt)
         # Most, not all, anchors to topical pages carry a topic word.
         topic = self.graph.topic if self.graph.is_topical(target) and bits % 5 else ()
         return link_item(href, " ".join(pick_words(bits >> 4, 2 + (bits >> 3) % 2, topic)))
@@ -75,7 +78,7 @@ class SyntheticSite:
 
     def respond(self, page: int, request: Request, clock: float) -> Response:
         version, changed, etag = self.state(page, clock)
-        headers = [("Last-Modified", http_date(changed)), ("ETag", etag)]
+        headers = [("Last-Modified", http_date(int(changed))), ("ETag", etag)]
         if _not_modified(request.headers, etag, EPOCH + changed):
             return Response(304, headers)
         return Response(200, [("Content-Type", HTML), *headers], self.render(page, version))

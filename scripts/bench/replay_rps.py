@@ -3,7 +3,9 @@
 Starts the replay server (a subprocess) on a generated web, then runs client
 processes, each with many keep-alive connections on one asyncio loop, sending
 absolute-form GETs (as a crawler using the server as its HTTP proxy does) for
-random pages, for a bounded time. Prints requests/s and status counts.
+random pages, for a bounded time. Prints requests/s, status counts, and the
+server's CPU time per request (which, unlike requests/s, does not depend on what
+else the machine is running).
 
     .venv/bin/python scripts/bench/replay_rps.py --pages 100000 --seconds 10
 """
@@ -16,6 +18,8 @@ import multiprocessing
 import random
 import time
 from collections import Counter
+
+import psutil
 
 from crawlkit.replay import GeneratedWeb, ReplayServer
 
@@ -60,6 +64,8 @@ def main() -> None:
     rng = random.Random(0)
     urls = [web.url(rng.randrange(web.num_pages)) for _ in range(20_000)]
     with ReplayServer([spec], changes="1:never") as server:
+        server_process = psutil.Process(server.pid)
+        cpu_before = sum(server_process.cpu_times()[:2])
         results = multiprocessing.Queue()
         start = time.monotonic()
         deadline = start + args.seconds
@@ -70,12 +76,14 @@ def main() -> None:
             worker.start()
         statuses = sum((results.get() for _ in workers), Counter())
         elapsed = time.monotonic() - start
+        server_cpu = sum(server_process.cpu_times()[:2]) - cpu_before
         for worker in workers:
             worker.join()
     total = sum(statuses.values())
     print(f"{total} requests in {elapsed:.1f} s through the proxy ({args.processes} client process(es) x "
           f"{args.connections} keep-alive connections, {args.pages} pages): {total / elapsed:,.0f} requests/s")
-    print("statuses:", dict(statuses))
+    print(f"statuses: {dict(statuses)}; server CPU {server_cpu / total * 1e6:.0f} us per request "
+          f"({total / server_cpu:,.0f} requests per CPU-second)")
 
 
 if __name__ == "__main__":

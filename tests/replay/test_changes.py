@@ -118,3 +118,15 @@ def test_date_header_follows_the_clock(server):
     server.set_clock(DAY)
     response = requests.get("http://s0.gen.test/", proxies=server.proxies)
     assert response.headers["Date"] == "Tue, 02 Jan 2024 00:00:00 GMT"
+
+
+def test_clock_file_drives_a_running_server(tmp_path):
+    from crawlkit.replay import ReplayServer
+    clock_file = tmp_path / "clock"
+    with ReplayServer(["gen:50"], workdir=tmp_path / "run", extra_args=["--clock", str(clock_file)]) as server:
+        assert requests.get("http://s0.gen.test/", proxies=server.proxies).headers["Date"].endswith("2024 00:00:00 GMT")
+        (tmp_path / "clock.tmp").write_text(str(3 * DAY + 60))
+        os.replace(tmp_path / "clock.tmp", clock_file)
+        response = requests.get("http://s0.gen.test/", proxies=server.proxies)
+        assert response.headers["Date"] == "Thu, 04 Jan 2024 00:01:00 GMT"
+        assert server.access_log()[-1]["clock"] == 3 * DAY + 60

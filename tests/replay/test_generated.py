@@ -154,3 +154,22 @@ def test_spec_errors():
     with pytest.raises(ValueError):
         GenSpec.parse("gen:0")
     assert GenSpec.parse("gen:100,outdegree=3-4").outdegree_range == (3, 4)
+
+
+def test_generated_fault_pages_are_served_with_faults():
+    from crawlkit.replay.messages import Request
+    from crawlkit.replay.urls import split_url
+    from crawlkit.replay.web import load_web
+
+    web = load_web(["gen:400,seed=1,faults=1"], changes="1:never")
+    graph = web.sources[0].graph
+    faults = []
+    for page in range(graph.num_pages):
+        url = graph.url(page)
+        response = web.respond(Request("GET", url, *split_url(url), {}, ""))
+        faults.append(response.fault)
+        if url.endswith("/"):
+            assert response.fault is None and response.status == 200  # home pages stay reachable
+    kinds = {f for f in faults if f}
+    assert kinds == {"status", "redirect", "delay", "type", "malformed", "charset", "encoding"}
+    assert faults.count(None) == len(graph.hosts)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 import requests
 
@@ -115,10 +116,10 @@ def test_access_log_gaps_between_requests(replay_factory):
 
 def test_stop_flushes_the_log_and_leaves_no_process(tmp_path):
     server = ReplayServer([SPEC], workdir=tmp_path).start()
-    process = server._process
+    pid = server.pid
     requests.get("http://s0.gen.test/", proxies=server.proxies)
     server.stop()
-    assert process.poll() is not None and not server.running
+    assert not psutil.pid_exists(pid) and not server.running  # exited and reaped: no zombie
     assert len(read_access_log(server.access_log_path)) == 1
     with pytest.raises(requests.ConnectionError):
         requests.get("http://s0.gen.test/", proxies={"http": server.proxy_url}, timeout=2)
@@ -127,9 +128,14 @@ def test_stop_flushes_the_log_and_leaves_no_process(tmp_path):
 def test_control_shutdown(tmp_path):
     server = ReplayServer([SPEC], workdir=tmp_path).start()
     assert server.control("GET", "/health") == {"ok": True}
+    pid = server.pid
     server.control("POST", "/shutdown")
-    server._process.wait(10)
+    deadline = time.monotonic() + 10
+    while server.running and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not server.running
     server.stop()
+    assert not psutil.pid_exists(pid)
 
 
 def test_start_failure_is_reported(tmp_path):
