@@ -167,6 +167,9 @@ class _PartitionFetch:
         """Fetch robots.txt first; it is a request like any other, so the page waits for the
         host's delay and is re-queued rather than fetched right away."""
         rules = self.robots.get(origin)
+        if rules.unreachable and time.monotonic() >= self.deadline:
+            return make_row(row, hq.host, FetchStatus.SKIPPED, error="time limit"), {
+                "requested": True}
         if rules.unreachable:
             self.queues.close_host(hq, Closure(FetchStatus.RETRY, rules.reason))
             return make_row(row, hq.host, FetchStatus.RETRY, error=rules.reason), {
@@ -227,11 +230,14 @@ class _PartitionFetch:
                 note: str | None) -> dict:
         """The content row for a response (see docs/fetcher.md for the mapping)."""
         common = dict(fetched_at=response.fetched_at, elapsed_ms=response.elapsed_ms)
-        if response.failure is not None:
-            status = {Failure.BLOCKED: FetchStatus.BLOCKED,
-                      Failure.INVALID_URL: FetchStatus.ACCESS_DENIED,
-                      Failure.TRANSPORT: FetchStatus.RETRY}[response.failure]
-            error = response.error
+        if response.failure is Failure.BLOCKED:
+            return make_row(row, host, FetchStatus.BLOCKED, fetched_at=response.fetched_at,
+                            error=response.error)
+        if response.failure is Failure.INVALID_URL:
+            return make_row(row, host, FetchStatus.ACCESS_DENIED,
+                            fetched_at=response.fetched_at, error=response.error)
+        if response.failure is Failure.TRANSPORT:
+            status, error = FetchStatus.RETRY, response.error
             if error == "deadline" and time.monotonic() >= self.deadline:
                 status, error = FetchStatus.SKIPPED, "time limit"
             return make_row(row, host, status, http_status=response.status, error=error,

@@ -244,4 +244,3 @@ class HostQueues:
             if hq.closure is None:
                 self._close_host(hq, closure)
         self._ready.clear()
-        self._cond.notify_all()

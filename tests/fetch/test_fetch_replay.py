@@ -239,3 +239,32 @@ def test_closing_early_stops_the_threads(replay):
     started = time.monotonic()
     results.close()
     assert time.monotonic() - started < 1.0
+
+
+def test_a_small_read_ahead_still_answers_every_row(fetch):
+    urls = [f"http://ahead{i % 3}.test/__trap/page/{i}" for i in range(12)]
+    results, stats = fetch(urls, fetcher__queue_capacity=2)
+    assert {r["fetch_status"] for r in results.values()} == {"success"}
+    summary = stats.as_dict()
+    assert summary["rows"] == 12 and summary["requests"] == 12
+    assert summary["by_status"] == {"success": 12} and summary["bytes"] > 0
+    assert {host for host, _ in summary["slowest_hosts"]} == {"ahead0.test", "ahead1.test",
+                                                              "ahead2.test"}
+
+
+def test_an_unexpected_error_still_answers_the_row(fetch, monkeypatch):
+    from crawlkit.fetch.http import HttpClient
+
+    real_get = HttpClient.get
+
+    def failing_get(self, url, **kwargs):
+        if "explode" in url:
+            raise RuntimeError("bug")
+        return real_get(self, url, **kwargs)
+
+    monkeypatch.setattr(HttpClient, "get", failing_get)
+    urls = ["http://boom.test/__trap/page/explode", "http://boom.test/__trap/page/fine"]
+    results, _ = fetch(urls)
+    assert (results[urls[0]]["fetch_status"], results[urls[0]]["error"]) == (
+        "retry", "internal error: RuntimeError")
+    assert results[urls[1]]["fetch_status"] == "success"
