@@ -9,20 +9,20 @@ on any host, so a test page can link to a fault. See docs/replay.md for each kin
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import re
 import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-import datetime as dt
 from functools import lru_cache
-from html import escape
 from inspect import signature
 from urllib.parse import urlencode
 
 from .hashing import stable_hash
 from .messages import HTML, Request, Response, html_response
+from .text import link_item, render_html
 from .urls import query_params
 
 TRAP_PREFIX = "/__trap/"
@@ -58,10 +58,7 @@ def _kind(name: str, positional: str | None = None):
 
 
 def _page(title: str, paragraphs: list[str] = (), links: list[tuple[str, str]] = ()) -> bytes:
-    items = "".join(f'<li><a href="{escape(h)}">{escape(t)}</a></li>\n' for h, t in links)
-    text = "".join(f"<p>{escape(p)}</p>\n" for p in paragraphs)
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{escape(title)}</title></head>\n'
-            f"<body>\n<h1>{escape(title)}</h1>\n{text}<ul>\n{items}</ul>\n</body></html>\n").encode()
+    return render_html(title, paragraphs, "".join(link_item(href, text) for href, text in links))
 
 
 def _origin(request: Request) -> str:
