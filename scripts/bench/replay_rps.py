@@ -55,8 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=100_000, help="size of the generated web")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long the clients run")
-    parser.add_argument("--processes", type=int, default=1, help="client processes")
-    parser.add_argument("--connections", type=int, default=32, help="keep-alive connections per client process")
+    parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument("--connections", type=int, default=16, help="keep-alive connections per client process")
     args = parser.parse_args()
 
     spec = f"gen:{args.pages},seed=1"

@@ -98,7 +98,7 @@ def test_access_log_records_what_was_asked(replay_factory):
 def test_access_log_is_flushed_without_asking(replay_factory):
     server = replay_factory([SPEC])
     requests.get("http://s0.gen.test/", proxies=server.proxies)
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 5
     while not server.access_log_path.read_text() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert time.monotonic() < deadline  # written within a few flush intervals
@@ -111,7 +111,7 @@ def test_access_log_gaps_between_requests(replay_factory):
         requests.get("http://s0.gen.test/", proxies=server.proxies)
         time.sleep(0.2)
     times = [r["ts"] for r in server.access_log()]
-    assert all(0.19 < b - a < 1.0 for a, b in zip(times, times[1:]))
+    assert all(0.19 < b - a < 3.0 for a, b in zip(times, times[1:]))
 
 
 def test_stop_flushes_the_log_and_leaves_no_process(tmp_path):
