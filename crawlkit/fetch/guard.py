@@ -10,8 +10,10 @@ The check runs on *resolved* addresses, so names are no way around it:
 * through a proxy: the proxy resolves and connects (it is trusted configuration), so the
   target is checked before the request when it is an IP literal or, with
   ``fetcher.proxy_resolve_targets``, when its name resolves here (once per host and
-  partition); a name that does not resolve here is left to the proxy (the replay web's
-  made-up hosts).
+  partition); a name that does not resolve here is left to the proxy. Names under the
+  special-use TLDs ``.test``, ``.example`` and ``.invalid`` (RFC 6761: never in the public
+  DNS) are not looked up at all: they are the replay web's made-up hosts, and a lookup can
+  only fail — slowly, with a resolver that drops queries under load (seen here: 5 s each).
 
 ``fetcher.allow_private`` exempts CIDR ranges or exact host names.
 """
@@ -26,6 +28,8 @@ from urllib3.connection import HTTPConnection
 from urllib3.exceptions import NameResolutionError, NewConnectionError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+UNRESOLVABLE_SUFFIXES = (".test", ".example", ".invalid")
 
 # Ranges the address properties below do not cover: carrier-grade NAT (reaches a provider's
 # internal hosts) and the cloud metadata endpoints, listed explicitly although link-local and
@@ -112,7 +116,7 @@ class AddressGuard:
             return host if self.is_blocked(ipaddress.ip_address(host)) else None
         except ValueError:
             pass
-        if not self.resolve_proxied:
+        if not self.resolve_proxied or host.endswith(UNRESOLVABLE_SUFFIXES):
             return None
         try:
             infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
