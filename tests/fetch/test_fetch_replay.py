@@ -268,3 +268,15 @@ def test_an_unexpected_error_still_answers_the_row(fetch, monkeypatch):
     assert (results[urls[0]]["fetch_status"], results[urls[0]]["error"]) == (
         "retry", "internal error: RuntimeError")
     assert results[urls[1]]["fetch_status"] == "success"
+
+
+def test_followed_hops_obey_robots_and_the_guard(fetch, replay):
+    denied_hop = trap("hop1.test", "redirect/1?to=http://robots.test/secret/hop")
+    blocked_hop = trap("hop2.test", "redirect/1?to=http://169.254.169.254/latest")
+    results, _ = fetch([denied_hop, blocked_hop], fetcher__follow_redirects=3)
+    assert results[denied_hop]["fetch_status"] == "redirect_perm"
+    assert results[denied_hop]["redirect_url"] == "http://robots.test/secret/hop"
+    assert results[blocked_hop]["fetch_status"] == "blocked"
+    logged = {r["url"] for r in replay.access_log()}
+    assert "http://robots.test/secret/hop" not in logged
+    assert "http://169.254.169.254/latest" not in logged
