@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import http.client
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +41,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import (ConnectTimeoutError, HTTPError, LocationValueError,
                                 NameResolutionError, NewConnectionError, ProtocolError,
                                 ProxyError, ReadTimeoutError, SSLError)
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from crawlkit.fetch.decode import ACCEPT_ENCODING, BodyBuffer, DecodeError
 from crawlkit.fetch.guard import AddressGuard, BlockedAddress, guarded_connection_class
@@ -91,9 +93,10 @@ class HttpClient:
     def _make_pools(self, settings: FetchSettings, guard: AddressGuard) -> urllib3.PoolManager:
         # One pool per host (direct) or one pool to the proxy, each able to hold a connection
         # per thread; num_pools is how many hosts' pools stay open.
+        verify = settings.verify_tls
         options = dict(num_pools=max(64, 4 * settings.threads), maxsize=settings.threads,
-                       retries=False, cert_reqs="CERT_REQUIRED" if settings.verify_tls else "CERT_NONE",
-                       ca_certs=certifi.where() if settings.verify_tls else None)
+                       retries=False, cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE",
+                       ca_certs=certifi.where() if verify else None)
         if self._proxied:
             return urllib3.ProxyManager(settings.proxy, **options)
         pools = urllib3.PoolManager(**options)
@@ -119,7 +122,7 @@ class HttpClient:
         response = Response(url=url, fetched_at=utcnow())
         remaining = deadline - started
         try:
-            if not url.startswith(("http://", "https://")):
+            if not url[:8].lower().startswith(("http://", "https://")):
                 raise LocationValueError("not an http(s) URL")
             self._check_target(url)
             if remaining <= 0:
@@ -136,7 +139,7 @@ class HttpClient:
         except (LocationValueError, ValueError) as exc:
             _fail(response, Failure.INVALID_URL, f"invalid url: {_first_line(exc)}")
         except (HTTPError, OSError) as exc:
-            _fail(response, Failure.TRANSPORT, describe_error(exc))
+            _fail(response, Failure.TRANSPORT, describe_error(exc, deadline))
         else:
             self._read(raw, response, deadline, max_bytes, accept_types)
         response.elapsed_ms = int((time.monotonic() - started) * 1000)
@@ -160,7 +163,8 @@ class HttpClient:
             headers = {name.lower(): value for name, value in raw.headers.itermerged()}
             response.headers = headers
             response.content_type = media_type(headers.get("content-type"))
-            if sum(len(k) + len(v) + 4 for k, v in headers.items()) > self.settings.max_header_bytes:
+            header_bytes = sum(len(k) + len(v) + 4 for k, v in headers.items())
+            if header_bytes > self.settings.max_header_bytes:
                 _fail(response, Failure.TRANSPORT, "headers too large")
             elif 200 <= status < 300 and (
                     accept_types is None or response.content_type is None
@@ -200,8 +204,7 @@ class HttpClient:
             _fail(response, Failure.TRANSPORT, str(exc))
             return False
         except (HTTPError, OSError) as exc:
-            timed_out = isinstance(exc, ReadTimeoutError) and time.monotonic() >= deadline
-            _fail(response, Failure.TRANSPORT, "deadline" if timed_out else describe_error(exc))
+            _fail(response, Failure.TRANSPORT, describe_error(exc, deadline))
             return False
         response.truncated = buffer.truncated
         response.error = buffer.error
@@ -230,8 +233,12 @@ def _drain(raw: urllib3.BaseHTTPResponse, headers: Mapping[str, str]) -> bool:
     return True
 
 
-def describe_error(exc: BaseException) -> str:
-    """A short, stable error text (the content table's ``error``), not a traceback."""
+def describe_error(exc: BaseException, deadline: float = math.inf) -> str:
+    """A short, stable error text (the content table's ``error``), not a traceback. A timeout
+    once the page's ``deadline`` has passed is the deadline's doing: its timeouts were capped
+    by the time left."""
+    if isinstance(exc, Urllib3Timeout) and time.monotonic() >= deadline - 0.01:
+        return "deadline"   # (poll timeouts have millisecond resolution: allow for rounding)
     if isinstance(exc, NameResolutionError):
         return "dns failure"
     if isinstance(exc, ProxyError):

@@ -8,7 +8,8 @@ NOW = datetime(2024, 1, 1)
 
 # robots.txt of the replay web's test hosts (every other host: 404, i.e. allow all).
 ROBOTS = {
-    "robots.test": "User-agent: *\nDisallow: /private/\n\nUser-agent: crawlkit\nDisallow: /secret/\n",
+    "robots.test": ("User-agent: *\nDisallow: /private/\n\n"
+                    "User-agent: crawlkit\nDisallow: /secret/\n"),
     "delayed.test": "User-agent: *\nCrawl-delay: 0.3\n",
     "slowpoke.test": "User-agent: *\nCrawl-delay: 100\n",
     "robots503.test": {"status": 503},

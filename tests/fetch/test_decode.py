@@ -14,6 +14,12 @@ def collect(buffer: BodyBuffer, data: bytes, chunk: int = 4096) -> bytes:
     return buffer.body()
 
 
+def raw_deflate(data: bytes) -> bytes:
+    """Deflate without the zlib wrapper, as some servers send under ``deflate``."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return compressor.compress(data) + compressor.flush()
+
+
 def test_plain_body_below_the_limit_is_kept_whole():
     buffer = BodyBuffer(None, 1000, 100.0)
     assert collect(buffer, b"x" * 1000, chunk=300) == b"x" * 1000
@@ -30,7 +36,7 @@ def test_plain_body_is_cut_at_the_limit():
     ("gzip", gzip.compress),
     ("x-gzip", gzip.compress),
     ("deflate", zlib.compress),
-    ("deflate", lambda d: (lambda c: c.compress(d) + c.flush())(zlib.compressobj(6, zlib.DEFLATED, -15))),
+    ("deflate", raw_deflate),
 ])
 def test_compressed_bodies_are_inflated(encoding, compress):
     page = b"<html>" + bytes(range(256)) * 40 + b"</html>"

@@ -280,3 +280,9 @@ def test_followed_hops_obey_robots_and_the_guard(fetch, replay):
     logged = {r["url"] for r in replay.access_log()}
     assert "http://robots.test/secret/hop" not in logged
     assert "http://169.254.169.254/latest" not in logged
+
+
+def test_silent_server_is_cut_at_the_page_deadline(fetch):
+    url = trap("silent.test", "delay/5")
+    results, _ = fetch([url], fetcher__page_deadline=0.8, fetcher__read_timeout=3.0)
+    assert (results[url]["fetch_status"], results[url]["error"]) == ("retry", "deadline")

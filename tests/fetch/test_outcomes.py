@@ -48,7 +48,8 @@ def test_media_type():
 
 
 def test_row_has_exactly_the_content_columns():
-    columns = [c["name"] for c in json.loads((schemas_dir() / "content.json").read_text())["columns"]]
+    schema = json.loads((schemas_dir() / "content.json").read_text())
+    columns = [column["name"] for column in schema["columns"]]
     row = make_row(fetch_row("http://a.test/"), "a.test", S.SKIPPED, error="time limit")
     assert list(row) == columns
     assert row["fetch_status"] == "skipped" and row["truncated"] is False

@@ -35,7 +35,8 @@ def rules_for(answers):
 
 
 def test_rules_apply_the_most_specific_group():
-    text = "User-agent: *\nDisallow: /\n\nUser-agent: crawlkit\nDisallow: /secret/\nCrawl-delay: 2.5\n"
+    text = ("User-agent: *\nDisallow: /\n\n"
+            "User-agent: crawlkit\nDisallow: /secret/\nCrawl-delay: 2.5\n")
     rules = RobotsRules.from_text(text, AGENT)
     assert rules.allowed("http://a.test/page") and not rules.allowed("http://a.test/secret/x")
     assert rules.crawl_delay == 2.5
