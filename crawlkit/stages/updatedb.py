@@ -71,8 +71,10 @@ def updated_entries(crawldb: DataFrame, outcome: DataFrame, conf: Conf, now: dat
     change_count = F.col("db.change_count") + F.when(changed, 1).otherwise(0)
     check_count = F.col("db.check_count") + F.when(compared, 1).otherwise(0)
     interval = next_interval(F.col("db.fetch_interval"), changed, unchanged, change_count, check_count, conf)
-    retry_wait = F.coalesce(F.least(F.col("o.retry_after"), F.lit(int(conf["fetcher.max_retry_after"]))),
-                            F.lit(conf["db.retry_interval"]))
+    # (least() skips nulls, so the cap applies only to a Retry-After that was sent)
+    retry_wait = F.when(F.col("o.retry_after").isNotNull(),
+                        F.least(F.col("o.retry_after"), F.lit(int(conf["fetcher.max_retry_after"])))
+                        ).otherwise(F.lit(conf["db.retry_interval"]))
     wait = (F.when(schedule == Schedule.RETRY.value, retry_wait)
             .when(schedule == Schedule.GONE.value, F.lit(conf["db.gone_recheck_interval"]))
             .otherwise(interval))

@@ -1,0 +1,63 @@
+"""generate: due URLs only, lock, min score, per-host/domain caps, exact top-N, host partitions."""
+from datetime import datetime, timedelta
+
+from chispa import assert_df_equality
+
+from crawlkit.conf import make_conf
+from crawlkit.stages.generate import generate, partition_by_host
+
+from sparkhelpers import crawldb_rows
+
+NOW = datetime(2026, 3, 1, 12, 0, 0)
+LATER = NOW + timedelta(days=1)
+
+
+def db(spark):
+    return crawldb_rows(spark, [
+        {"url": "http://a.test/1", "host": "a.test", "domain": "a.test", "score": 0.9},
+        {"url": "http://a.test/2", "host": "a.test", "domain": "a.test", "score": 0.8},
+        {"url": "http://a.test/3", "host": "a.test", "domain": "a.test", "score": 0.7},   # over the host cap
+        {"url": "http://b.test/1", "host": "b.test", "domain": "b.test", "score": 0.6},
+        {"url": "http://b.test/2", "host": "b.test", "domain": "b.test", "score": 0.5, "fetch_time": LATER},  # not due
+        {"url": "http://c.test/1", "host": "c.test", "domain": "c.test", "score": 0.4,
+         "generated_segment": "20260301110000", "generate_time": NOW - timedelta(hours=1)},  # locked
+        {"url": "http://c.test/2", "host": "c.test", "domain": "c.test", "score": 0.3,
+         "generated_segment": "20260201000000", "generate_time": NOW - timedelta(days=20)},  # lock expired
+        {"url": "http://d.test/1", "host": "d.test", "domain": "d.test", "score": 0.01},  # below min score
+        {"url": "http://e.test/1", "host": "e.test", "domain": "e.test", "score": 0.2, "status": "duplicate"},
+        {"url": "crawlkit:virtual", "host": "", "domain": None, "score": 1.0},   # reserved pseudo-URL
+    ], NOW)
+
+
+def expected(spark, urls_scores, segment="s1"):
+    rows = [(u, u.split("/")[2], s) for u, s in urls_scores]
+    return spark.createDataFrame(rows, "url string, host string, score double")
+
+
+def test_due_unlocked_capped_top_n_in_score_order(spark):
+    conf = make_conf(generate__max_per_host=2, generate__min_score=0.05, crawl__topN=4)
+    got = generate(db(spark), conf, NOW, "s1").select("url", "host", "score")
+    want = expected(spark, [("http://a.test/1", 0.9), ("http://a.test/2", 0.8),
+                            ("http://b.test/1", 0.6), ("http://c.test/2", 0.3)])
+    assert_df_equality(got, want, ignore_nullable=True)
+
+
+def test_top_n_zero_means_no_limit_and_domain_cap(spark):
+    conf = make_conf(generate__max_per_host=0, generate__max_per_domain=1, crawl__topN=0)
+    got = generate(db(spark), conf, NOW, "s1").select("url", "host", "score")
+    want = expected(spark, [("http://a.test/1", 0.9), ("http://b.test/1", 0.6),
+                            ("http://c.test/2", 0.3), ("http://d.test/1", 0.01)])
+    assert_df_equality(got, want, ignore_nullable=True)
+
+
+def test_fetch_list_carries_segment_and_one_host_per_partition(spark):
+    conf = make_conf(generate__max_per_host=0, crawl__topN=0)
+    fetchlist = generate(db(spark), conf, NOW, "seg-7")
+    assert {r.segment for r in fetchlist.collect()} == {"seg-7"}
+    parts = partition_by_host(fetchlist, 3).rdd.glom().map(lambda rows: sorted({r.host for r in rows})).collect()
+    hosts_seen = [h for part in parts for h in part]
+    assert len(hosts_seen) == len(set(hosts_seen))  # no host split over two partitions
+    for part in partition_by_host(fetchlist, 3).rdd.glom().collect():
+        for host in {r.host for r in part}:
+            scores = [r.score for r in part if r.host == host]
+            assert scores == sorted(scores, reverse=True)

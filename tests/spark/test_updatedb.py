@@ -1,0 +1,128 @@
+"""updatedb: the transition table applied by Spark, schedules, new URLs and link replacement."""
+from datetime import datetime, timedelta
+
+from crawlkit import schemas, storage
+from crawlkit.conf import make_conf
+from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries
+from crawlkit.status import FetchStatus, Schedule, Status, transition
+
+from sparkhelpers import crawldb_rows
+
+NOW = datetime(2026, 3, 1, 12, 0, 0)
+DAY = 86400
+
+
+def content_rows(spark, rows, segment="s1"):
+    full = []
+    for r in rows:
+        base = dict(host=r["url"].split("/")[2], http_status=None, fetched_at=NOW, elapsed_ms=5,
+                    content_type="text/html", headers={}, content=None, truncated=False,
+                    redirect_url=None, retry_after=None, error=None, segment=segment)
+        base.update(r)
+        full.append(base)
+    return spark.createDataFrame(full, schemas.struct("content"))
+
+
+def parse_rows(spark, rows, segment="s1"):
+    full = []
+    for r in rows:
+        base = dict(parse_status="success", title="t", text="x", signature=None, outlinks=[],
+                    noindex=False, nofollow=False, canonical=None, lang=None, error=None, segment=segment)
+        base.update(r)
+        full.append(base)
+    return spark.createDataFrame(full, schemas.struct("parse"))
+
+
+OLD = [Status.UNFETCHED, Status.FETCHED, Status.RETRY]
+
+
+def test_spark_updatedb_follows_the_transition_table(spark):
+    """Every (old status, retries, outcome) cell in one Spark job: status, retries and next
+    fetch time agree with crawlkit.status.transition and the schedule it names."""
+    conf = make_conf(db__retry_max=2, schedule__default_interval=30 * DAY)
+    cells = [(old, retries, outcome) for old in OLD for retries in (0, 2) for outcome in FetchStatus]
+    db = crawldb_rows(spark, [{"url": f"http://h{i}.test/", "host": f"h{i}.test", "status": old.value,
+                               "retries": retries} for i, (old, retries, _) in enumerate(cells)], NOW)
+    content = content_rows(spark, [{"url": f"http://h{i}.test/", "fetch_status": outcome.value,
+                                    "retry_after": 120 if outcome is FetchStatus.RETRY else None}
+                                   for i, (_, _, outcome) in enumerate(cells)])
+    got = {r.url: r for r in updated_entries(db, outcomes(content, parse_rows(spark, [])), conf, NOW).collect()}
+    assert len(got) == len(cells)
+    for i, (old, retries, outcome) in enumerate(cells):
+        status, schedule, new_retries = transition(old, outcome, retries, 2)
+        row = got[f"http://h{i}.test/"]
+        assert (row.status, row.retries) == (status.value, new_retries), (old, retries, outcome)
+        wait = {Schedule.NORMAL: 30 * DAY, Schedule.GONE: conf["db.gone_recheck_interval"],
+                Schedule.RETRY: 120 if outcome is FetchStatus.RETRY else conf["db.retry_interval"]}[schedule]
+        assert row.fetch_time == NOW + timedelta(seconds=wait), (old, retries, outcome)
+        assert row.generated_segment is None
+
+
+def test_unchanged_signature_counts_as_not_modified_and_adaptive_interval_grows(spark):
+    conf = make_conf(schedule__kind="adaptive", schedule__inc_rate=0.5, schedule__dec_rate=0.5)
+    db = crawldb_rows(spark, [
+        {"url": "http://a.test/same", "host": "a.test", "status": "fetched", "signature": "S1", "fetch_interval": 1000},
+        {"url": "http://a.test/new", "host": "a.test", "status": "fetched", "signature": "S1", "fetch_interval": 1000},
+        {"url": "http://a.test/304", "host": "a.test", "status": "fetched", "signature": "S1", "fetch_interval": 1000,
+         "etag": "e1"},
+    ], NOW)
+    content = content_rows(spark, [
+        {"url": "http://a.test/same", "fetch_status": "success", "headers": {"etag": "e2"}},
+        {"url": "http://a.test/new", "fetch_status": "success"},
+        {"url": "http://a.test/304", "fetch_status": "not_modified"},
+    ])
+    parsed = parse_rows(spark, [{"url": "http://a.test/same", "signature": "S1"},
+                                {"url": "http://a.test/new", "signature": "S2"}])
+    got = {r.url: r for r in updated_entries(db, outcomes(content, parsed), conf, NOW).collect()}
+    assert (got["http://a.test/same"].status, got["http://a.test/same"].fetch_interval) == ("not_modified", 3600)
+    assert got["http://a.test/same"].etag == "e2"
+    assert (got["http://a.test/new"].status, got["http://a.test/new"].fetch_interval) == ("fetched", 3600)
+    assert got["http://a.test/new"].change_count == 1 and got["http://a.test/new"].modified_time == NOW
+    assert got["http://a.test/304"].status == "not_modified" and got["http://a.test/304"].etag == "e1"
+    assert got["http://a.test/304"].fetch_interval == 3600  # 1000 * 1.5 clamped up to min_interval
+    assert got["http://a.test/same"].check_count == 1 and got["http://a.test/same"].change_count == 0
+
+
+def _write_segment(spark, crawl_dir, segment, content, parsed):
+    storage.write_segment_part(content, crawl_dir, segment, "content", "content")
+    storage.write_segment_part(parsed, crawl_dir, segment, "parse", "parse")
+
+
+def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_path):
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir, db__max_outlinks_per_page=2)
+    path = storage.crawldb_path(crawl_dir)
+    table = storage.ensure_table(spark, path, "crawldb")
+    seed = crawldb_rows(spark, [{"url": "http://a.test/", "host": "a.test", "depth": 0},
+                                {"url": "http://b.test/", "host": "b.test", "depth": 0}], NOW)
+    table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
+    link = lambda url, anchor, nofollow=False: {"url": url, "anchor": anchor, "nofollow": nofollow, "meta": {}}
+    _write_segment(spark, crawl_dir, "s1",
+                   content_rows(spark, [{"url": "http://a.test/", "fetch_status": "success"},
+                                        {"url": "http://b.test/", "fetch_status": "redirect_perm",
+                                         "redirect_url": "http://b.test/home"}]),
+                   parse_rows(spark, [{"url": "http://a.test/", "signature": "A", "outlinks": [
+                       link("http://a.test/x", "x"), link("http://c.test/", "c", nofollow=True),
+                       link("http://a.test/y", "y"), link("http://a.test/z", "z (over the cap)")]}]))
+    run_updatedb(spark, conf, NOW, "s1")
+    rows = {r.url: r for r in storage.read_table(spark, path, "crawldb").collect()}
+    assert set(rows) == {"http://a.test/", "http://b.test/", "http://a.test/x", "http://b.test/home"}
+    assert rows["http://a.test/x"].status == "unfetched" and rows["http://a.test/x"].depth == 1
+    assert rows["http://a.test/x"].domain == "a.test"
+    assert rows["http://b.test/"].status == "redirect_perm"
+    links = {(r.src, r.dst, r.anchor) for r in storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").collect()}
+    assert links == {("http://a.test/", "http://a.test/x", "x"), ("http://b.test/", "http://b.test/home", None)}
+    version = storage.table_version(spark, path)
+    assert run_updatedb(spark, conf, NOW, "s1") == {"segment": "s1", "skipped": "already applied"}
+    assert storage.table_version(spark, path) == version
+
+    # a refetch of a.test/ finds different links: the old link goes, first_seen of kept ones stays
+    later = NOW + timedelta(days=1)
+    _write_segment(spark, crawl_dir, "s2",
+                   content_rows(spark, [{"url": "http://a.test/", "fetch_status": "success"}], "s2"),
+                   parse_rows(spark, [{"url": "http://a.test/", "signature": "A2", "outlinks": [
+                       link("http://a.test/y", "why")]}], "s2"))
+    run_updatedb(spark, conf, later, "s2")
+    links = {(r.src, r.dst): r for r in storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").collect()}
+    assert set(links) == {("http://a.test/", "http://a.test/y"), ("http://b.test/", "http://b.test/home")}
+    assert links[("http://a.test/", "http://a.test/y")].anchor == "why"
