@@ -1,5 +1,6 @@
 """The fetcher end to end through the replay web (a local forward proxy serving made-up
 hosts): outcomes of faults, robots.txt, politeness measured in the access log, limits."""
+import threading
 import time
 
 from fetch_helpers import NOW, fetch_row, requests_to
@@ -250,6 +251,7 @@ def test_a_small_read_ahead_still_answers_every_row(fetch):
     assert summary["by_status"] == {"success": 12} and summary["bytes"] > 0
     assert {host for host, _ in summary["slowest_hosts"]} == {"ahead0.test", "ahead1.test",
                                                               "ahead2.test"}
+    assert not [t for t in threading.enumerate() if t.name.startswith("fetch-")]
 
 
 def test_an_unexpected_error_still_answers_the_row(fetch, monkeypatch):
