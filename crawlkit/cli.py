@@ -11,9 +11,11 @@ import argparse
 import json
 import logging
 import sys
+import time
 from datetime import datetime, timezone
 
 from crawlkit.conf import ConfError, load_conf, parse_assignments
+from crawlkit.lock import LockedError
 
 STAGES = {
     "inject": "add seed URLs to the crawldb",
@@ -23,6 +25,7 @@ STAGES = {
     "updatedb": "apply a fetched and parsed segment to the crawldb and link table",
     "score": "run a scorer (PageRank, OPIC, ...) and write the scores to the crawldb",
     "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/score",
+    "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
     "stats": "crawldb statistics",
     "replay": "serve the local replay web (graph, WARC or generated)",
@@ -33,6 +36,10 @@ NOT_YET = {
     "stats": "The operator's view: progress, statistics, inspection, and an HTML crawl report",
     "evaluate": "Ordering quality: the crawl-and-stop experiment",
 }
+
+
+# Commands that change the crawl directory hold its lock while they run.
+WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "score", "crawl", "round"}
 
 
 def utc_now() -> datetime:
@@ -46,6 +53,18 @@ def parse_time(text: str) -> datetime:
     return value
 
 
+def parse_duration(text: str) -> float:
+    """'90', '30s', '15m', '6h', '1d', '2w' -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    text = text.strip().lower()
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 30m, 6h, 1d)") from None
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration key (repeatable)")
@@ -54,6 +73,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", help="Spark master URL (sets spark.master)")
     parser.add_argument("--now", type=parse_time, help="logical time of the stage (ISO 8601, UTC)")
     parser.add_argument("--quiet", action="store_true", help="print only errors and the final JSON counters")
+    parser.add_argument("--break-lock", action="store_true",
+                        help="remove a crawl-directory lock left by a process that died, then proceed")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "crawl":
             p.add_argument("--rounds", type=int, help="rounds to run (sets crawl.rounds)")
             p.add_argument("--topN", type=int, help="URLs per round (sets crawl.topN)")
+            p.add_argument("--every", type=parse_duration, help="start a round every DURATION (e.g. 30m, 6h, 1d)")
+            p.add_argument("--until", type=parse_time, help="with --every: stop at this time (ISO 8601, UTC)")
+        if name == "round":
+            p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
         if name == "score":
             p.add_argument("--scorer", help="scorer name (sets scoring.scorer)")
             p.add_argument("--list", action="store_true", help="list the available scorers")
@@ -109,6 +134,14 @@ def run(args) -> dict:
     cmd = args.command
     if conf.changed():
         say("options in effect: " + json.dumps(conf.changed(), default=str, sort_keys=True))
+    if cmd in WRITERS:
+        from crawlkit.lock import round_lock
+        with round_lock(spark, conf["crawl.dir"], cmd, break_lock=args.break_lock):
+            return _dispatch(cmd, args, spark, conf, now, say)
+    return _dispatch(cmd, args, spark, conf, now, say)
+
+
+def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     if cmd == "inject":
         from crawlkit.stages.inject import run_inject
         counters = run_inject(spark, args.seeds, conf, now)
@@ -132,9 +165,17 @@ def run(args) -> dict:
         if args.list:
             return {"scorers": list_scorers()}
         return run_scoring(spark, conf["crawl.dir"], conf, now, args.segment)
+    if cmd == "round":
+        from crawlkit.crawl import run_round
+        report = run_round(spark, conf, now, say)
+        return {"segment": report.segment, "seconds": report.seconds, "counters": report.counters}
     if cmd == "crawl":
-        from crawlkit.crawl import run_crawl
-        reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], utc_now, say)
+        from crawlkit.crawl import run_crawl, run_every
+        if args.every:
+            reports = run_every(spark, conf, args.seeds, args.every, args.until, args.rounds,
+                                utc_now, time.sleep, say)
+        else:
+            reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], utc_now, say)
         return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters} for r in reports]}
     raise SystemExit(f"crawlkit {cmd}: not available yet (issue: {NOT_YET.get(cmd, cmd)})")
 
@@ -160,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfError as exc:
         print(f"crawlkit: configuration error: {exc}", file=sys.stderr)
         return 2
+    except LockedError as exc:
+        print(f"crawlkit: {exc}", file=sys.stderr)
+        return 3
     print(json.dumps(counters, default=str, sort_keys=True))
     return 0
 

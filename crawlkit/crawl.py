@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Callable
 
 from pyspark.sql import SparkSession
@@ -58,11 +58,7 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
     """Inject the seeds (if given), then up to ``rounds`` rounds; stops early when nothing is
     due or when crawl.max_pages (crawl-and-stop) is reached."""
     reports = []
-    if seeds:
-        counters = run_inject(spark, seeds, conf, clock())
-        log(f"inject: {counters['injected']} new, {counters['bad_lines']} bad lines")
-        for error in counters["errors"][:20]:
-            log(f"  seeds {error}")
+    _inject(spark, conf, seeds, clock(), log)
     fetched_total = 0
     for _ in range(rounds):
         report = run_round(spark, conf, clock(), log)
@@ -74,4 +70,34 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
         if conf["crawl.max_pages"] and fetched_total >= conf["crawl.max_pages"]:
             log(f"crawl-and-stop: {fetched_total} pages fetched")
             break
+    return reports
+
+
+def _inject(spark: SparkSession, conf: Conf, seeds: str | None, now: datetime, log) -> None:
+    if not seeds:
+        return
+    counters = run_inject(spark, seeds, conf, now)
+    log(f"inject: {counters['injected']} new, {counters['bad_lines']} bad lines")
+    for error in counters["errors"][:20]:
+        log(f"  seeds {error}")
+
+
+def run_every(spark: SparkSession, conf: Conf, seeds: str | None, every: float,
+              until: datetime | None, rounds: int | None, clock: Callable[[], datetime],
+              sleep: Callable[[float], None], log: Callable[[str], None] = print) -> list[RoundReport]:
+    """A recrawl loop: one round every ``every`` seconds until ``until`` or ``rounds`` rounds.
+
+    Rounds start on a fixed grid (start, start + every, ...); a round that overruns its slot
+    delays the next one rather than starting two at once. Rounds with nothing due are kept in
+    the result (segment None) so the caller sees the loop kept time.
+    """
+    _inject(spark, conf, seeds, clock(), log)
+    reports: list[RoundReport] = []
+    next_start = clock()
+    while (rounds is None or len(reports) < rounds) and (until is None or next_start < until):
+        wait = (next_start - clock()).total_seconds()
+        if wait > 0:
+            sleep(wait)
+        reports.append(run_round(spark, conf, clock(), log))
+        next_start += timedelta(seconds=every)
     return reports

@@ -33,6 +33,12 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
 
 
+def absolute(path: str) -> str:
+    """A URI executors can open: local paths become absolute (``crawl`` -> ``/home/u/crawl``)."""
+    import os
+    return path if "://" in path else os.path.abspath(path)
+
+
 def crawldb_path(crawl_dir: str) -> str:
     return join(crawl_dir, CRAWLDB)
 

@@ -4,65 +4,108 @@ Each Spark task takes one partition of the fetch list (whole hosts, see generate
 crawlkit.fetch.fetch_partition over it: a thread pool with per-host queues, robots.txt and
 politeness. Rows travel as Arrow batches (``mapInArrow``), so there is no per-row Python UDF
 overhead. Fetch parallelism = partitions x fetcher.threads.
+
+Resumable: tasks spill their results every few seconds into ``content_parts/`` of the segment
+(each file written under a temporary name, then renamed, so a killed task leaves no torn
+file). A rerun after a crash fetches only the URLs that have no result yet; the stage ends
+by assembling ``content/`` from the parts, one row per URL.
 """
 from __future__ import annotations
 
+import time
+import uuid
 from datetime import datetime
 from typing import Iterator
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
+from crawlkit.stages.generate import partition_by_host
 
-BATCH_ROWS = 64  # small batches: results stream out while slow hosts are still being fetched
-
-
-def _fetch_batches(conf: dict, now: datetime):
-    from crawlkit.fetch import fetch_partition  # imported on the executor
-
-    arrow_schema = to_arrow_schema(schemas.struct("content"))
-    names = arrow_schema.names
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = (row for batch in batches for row in batch.to_pylist())
-        buffer: list[dict] = []
-        for result in fetch_partition(rows, conf, now):
-            buffer.append(result)
-            if len(buffer) >= BATCH_ROWS:
-                yield _to_batch(buffer, names, arrow_schema)
-                buffer = []
-        if buffer:
-            yield _to_batch(buffer, names, arrow_schema)
-    return run
+SPILL_ROWS = 256       # spill at least this often...
+SPILL_SECONDS = 2.0    # ...or this often, so a crash loses little work
+PARTS = "content_parts"
 
 
-def _to_batch(rows: list[dict], names: list[str], schema: pa.Schema) -> pa.RecordBatch:
-    columns = {name: [row.get(name) for row in rows] for name in names}
+def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    columns = {name: [row.get(name) for row in rows] for name in schema.names}
     columns["headers"] = [list(h.items()) if h else None for h in columns["headers"]]
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
-def fetch(fetchlist: DataFrame, conf: Conf, now: datetime) -> DataFrame:
-    """The content DataFrame of a fetch list, fetched partition by partition."""
-    return fetchlist.mapInArrow(_fetch_batches(conf.to_dict(), now), schemas.struct("content"))
+def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str):
+    """The per-partition task: fetch, spill results to parts_uri, yield the row count."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        from pyarrow import fs as pafs
+
+        from crawlkit.fetch import fetch_partition
+
+        schema = to_arrow_schema(schemas.struct("content"))
+        filesystem, folder = pafs.FileSystem.from_uri(parts_uri)
+        filesystem.create_dir(folder, recursive=True)
+        task = uuid.uuid4().hex[:12]
+        buffer: list[dict] = []
+        written, chunk, last = 0, 0, time.monotonic()
+
+        def spill():
+            nonlocal chunk, written, last, buffer
+            name = f"part-{task}-{chunk:05d}.parquet"
+            tmp = f"{folder}/_tmp-{name}"
+            pq.write_table(pa.Table.from_batches([_to_batch(buffer, schema)]), tmp, filesystem=filesystem)
+            filesystem.move(tmp, f"{folder}/{name}")
+            chunk, written, last, buffer = chunk + 1, written + len(buffer), time.monotonic(), []
+
+        rows = (row for batch in batches for row in batch.to_pylist())
+        for result in fetch_partition(rows, conf, now):
+            buffer.append(result)
+            if len(buffer) >= SPILL_ROWS or time.monotonic() - last >= SPILL_SECONDS:
+                spill()
+        if buffer:
+            spill()
+        yield pa.RecordBatch.from_pydict({"rows": [written]}, schema=pa.schema([("rows", pa.int64())]))
+    return run
+
+
+def _parts(spark: SparkSession, parts_uri: str) -> DataFrame | None:
+    if not storage.path_exists(spark, parts_uri):
+        return None
+    return spark.read.schema(schemas.struct("content")).parquet(parts_uri)
+
+
+def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: datetime, parts_uri: str) -> int:
+    """Fetch the fetch-list URLs that have no spilled result yet; returns rows fetched now."""
+    done = _parts(spark, parts_uri)
+    todo = fetchlist if done is None else fetchlist.join(done.select("url"), on="url", how="left_anti")
+    partitions = conf["generate.partitions"] or spark.sparkContext.defaultParallelism
+    counts = partition_by_host(todo, partitions).mapInArrow(
+        _fetch_and_spill(conf.to_dict(), now, parts_uri), "rows long")
+    return counts.agg(F.sum("rows")).first()[0] or 0
+
+
+def assemble(parts: DataFrame) -> DataFrame:
+    """One content row per URL (a retried task may have spilled a URL twice: keep the first)."""
+    first = Window.partitionBy("url").orderBy("fetched_at")
+    return parts.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
 
 
 def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
-    """Fetch segments/<segment>/fetchlist into segments/<segment>/content."""
+    """Fetch segments/<segment>/fetchlist into segments/<segment>/content (resumable)."""
     crawl_dir = conf["crawl.dir"]
     fetchlist = storage.read_segment_part(spark, crawl_dir, segment, "fetchlist", "fetchlist")
-    storage.write_segment_part(fetch(fetchlist, conf, now), crawl_dir, segment, "content", "content")
+    parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
+    resumed = _parts(spark, parts_uri) is not None
+    fetched_now = fetch_remaining(spark, fetchlist, conf, now, parts_uri)
+    storage.write_segment_part(assemble(_parts(spark, parts_uri)), crawl_dir, segment, "content", "content")
     content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
     by_status = {r["fetch_status"]: r["n"] for r in
                  content.groupBy("fetch_status").agg(F.count("*").alias("n")).collect()}
-    totals = content.agg(F.count("*").alias("pages"),
-                         F.sum(F.length("content")).alias("bytes"),
-                         F.sum("elapsed_ms").alias("elapsed_ms")).first()
+    totals = content.agg(F.count("*").alias("pages"), F.sum(F.length("content")).alias("bytes")).first()
     counters = {"segment": segment, "pages": totals["pages"], "bytes": totals["bytes"] or 0,
-                "by_status": by_status}
+                "by_status": by_status, "fetched_now": fetched_now, "resumed": resumed}
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)
     return counters
