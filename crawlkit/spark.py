@@ -48,6 +48,9 @@ def session_settings(conf: Conf) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Delta rebuilds table state with this many tasks (default 50): match the shuffle size,
+        # or every small commit pays for 50 tasks.
+        "spark.databricks.delta.snapshotPartitions": str(conf["spark.shuffle_partitions"]),
         # Small crawl tables: no broadcast surprises, adaptive execution on.
         "spark.sql.adaptive.enabled": "true",
         "spark.python.worker.reuse": "true",

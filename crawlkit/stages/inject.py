@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from crawlkit import storage
@@ -99,6 +99,14 @@ def _parse_fields(fields: list[str]) -> tuple[float | None, dict[str, str], str 
     return score, metadata, None
 
 
+def seed_rows(fresh: DataFrame, crawldb: DataFrame, conf: Conf) -> DataFrame:
+    """Seeds as rows to insert; under OPIC they also receive the virtual page's cash."""
+    if conf["scoring.scorer"] == "opic":
+        from crawlkit.scoring import opic_inject
+        return opic_inject(fresh, crawldb, conf)
+    return fresh
+
+
 def read_seed_file(path: str) -> list[bytes]:
     with open(path, "rb") as fh:
         return [line.rstrip(b"\r\n") for line in fh]
@@ -106,7 +114,7 @@ def read_seed_file(path: str) -> list[bytes]:
 
 def run_inject(spark: SparkSession, seeds_path: str, conf: Conf, now: datetime) -> dict:
     """Inject a seeds file; returns counters (injected, already known, bad lines)."""
-    from crawlkit.scoring import get_scorer, seed_rows
+    from crawlkit.scoring import get_scorer
 
     report = parse_seed_lines(read_seed_file(seeds_path), conf)
     scorer = get_scorer(conf["scoring.scorer"])
