@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Build what spark-submit ships to executors: dist/crawlkit.zip (the crawlkit package, for
+# --py-files) and print the comma-separated --jars list (the jars setup resolved).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p dist
+rm -f dist/crawlkit.zip
+.venv/bin/python - <<'PY'
+import zipfile, pathlib
+with zipfile.ZipFile("dist/crawlkit.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+    for path in sorted(pathlib.Path("crawlkit").rglob("*.py")):
+        zf.write(path)
+PY
+ls "$PWD"/.jars/*.jar | paste -sd, -
