@@ -34,7 +34,6 @@ STAGES = {
 NOT_YET = {
     "export": "Export scores as search-index boosts",
     "stats": "The operator's view: progress, statistics, inspection, and an HTML crawl report",
-    "evaluate": "Ordering quality: the crawl-and-stop experiment",
 }
 
 
@@ -99,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--until", type=parse_time, help="with --every: stop at this time (ISO 8601, UTC)")
         if name == "round":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
+        if name == "evaluate":
+            from crawlkit.evaluate.cli import add_arguments
+            add_arguments(p)
         if name == "score":
             p.add_argument("--scorer", help="scorer name (sets scoring.scorer)")
             p.add_argument("--list", action="store_true", help="list the available scorers")
@@ -128,6 +130,9 @@ def run(args) -> dict:
     from crawlkit.spark import get_spark
 
     conf = _conf_from(args)
+    if args.command == "evaluate":  # runs on the driver; Spark only for the Delta crawldb
+        from crawlkit.evaluate.cli import run_evaluate
+        return run_evaluate(args, conf)
     spark = get_spark(conf)
     now = args.now or utc_now()
     say = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))

@@ -1,0 +1,171 @@
+"""Evaluating one crawl ordering: read the crawl, measure it against the full web, report.
+
+:func:`evaluate_order` is the core (a crawl order of page ids in, curves out, no I/O);
+:func:`evaluate_crawl` reads a crawl directory and the web files around it. Experiment
+scripts call the latter once per ordering and :func:`crawlkit.evaluate.report.compare` on
+the results.
+
+The limited-buffer measure P_BC comes two ways:
+
+* ``buffer=B``: replay a buffer of B pages over the crawl order, evicting the page with the
+  lowest *estimate*: by default the score the page had in its segment's fetch list, i.e.
+  the crawler's estimate when it fetched it (or any ``estimates`` mapping url -> score,
+  e.g. the final crawldb score). Estimates from different rounds are compared as they are.
+* ``evicted=urls``: the crawler ran its own limited buffer; the crawled pages it evicted
+  (crawldb status ``evicted``: :func:`crawlkit.evaluate.crawl.read_evicted`) are gone, the
+  rest are kept (B = how many). Only the end state is known: one point, at the last K.
+
+Example::
+
+    result = evaluate_crawl("crawl", "links.tsv.gz", "pagerank", buffer=500,
+                            access_log="access.log")
+    result = evaluate_crawl("crawl", "links.tsv.gz", "own-buffer",
+                            evicted=read_evicted(spark, "crawl"))
+    result.curves           # the long table
+    print(result.table())   # P_ST, P_CS, P_BC at 5, 10, 20, 30, 50 % crawled
+    result.write("crawl/evaluation")
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from crawlkit.evaluate import measures
+from crawlkit.evaluate.crawl import crawl_order, read_segments
+from crawlkit.evaluate.crosscheck import CrossCheck, cross_check
+from crawlkit.evaluate.hot import DEFAULT_HOT, hot_set, parse_hot
+from crawlkit.evaluate.report import (DEFAULT_FRACTIONS, DEFAULT_POINTS, curves_frame,
+                                      fraction_table, plot_curves, sample_points)
+from crawlkit.evaluate.web import Web, load_web
+from crawlkit.replay.accesslog import read_access_log
+
+SHOWN = 5
+
+
+@dataclass
+class EvaluationResult:
+    name: str
+    curves: pd.DataFrame          # ordering, metric, hot_definition, pages_crawled, fraction_crawled, value
+    web_pages: int                # T
+    pages_crawled: int            # crawled pages found in the web
+    hot_pages: dict[str, int]     # hot definition -> how many pages are hot
+    notes: list[str] = field(default_factory=list)
+    crosscheck: CrossCheck | None = None
+
+    def table(self, fractions: Iterable[float] = DEFAULT_FRACTIONS) -> str:
+        return fraction_table(self.curves, fractions)
+
+    def figure(self):
+        return plot_curves(self.curves)
+
+    def markdown(self, fractions: Iterable[float] = DEFAULT_FRACTIONS) -> str:
+        lines = [f"# Crawl ordering evaluation: {self.name}", "",
+                 f"- web: T = {self.web_pages} pages; crawled: K = {self.pages_crawled} "
+                 f"({self.pages_crawled / self.web_pages:.1%})",
+                 *[f"- hot pages, {name}: {count}" for name, count in self.hot_pages.items()],
+                 *[f"- note: {note}" for note in self.notes], "", self.table(fractions)]
+        if self.crosscheck is not None:
+            lines += ["", self.crosscheck.markdown()]
+        return "\n".join(lines)
+
+    def write(self, out_dir: str | Path) -> dict[str, str]:
+        """Write ``<name>.csv``, ``<name>.png`` and ``<name>.md`` into ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {kind: str(out / f"{self.name}.{kind}") for kind in ("csv", "png", "md")}
+        self.curves.to_csv(paths["csv"], index=False)
+        self.figure().savefig(paths["png"], dpi=110)
+        Path(paths["md"]).write_text(self.markdown(), encoding="utf-8")
+        return paths
+
+    def summary(self) -> dict:
+        summary = {"name": self.name, "web_pages": self.web_pages,
+                   "pages_crawled": self.pages_crawled, "hot_pages": self.hot_pages,
+                   "notes": self.notes}
+        if self.crosscheck is not None:
+            summary["crosscheck"] = self.crosscheck.summary()
+        return summary
+
+
+def evaluate_order(name: str, order: np.ndarray, web: Web, *,
+                   hot: str | Iterable[str] = DEFAULT_HOT, buffer: int | None = None,
+                   estimates: np.ndarray | None = None, kept: np.ndarray | None = None,
+                   topic: str | None = None, points: int = DEFAULT_POINTS,
+                   fractions: Iterable[float] = DEFAULT_FRACTIONS) -> EvaluationResult:
+    """Every measure for a crawl ``order`` (distinct page ids of ``web``, first fetched first).
+
+    ``buffer`` with ``estimates`` (one per order position) replays a limited buffer;
+    ``kept`` (bool per position) is the end state of the crawler's own buffer instead.
+    Importance measures need a link graph; harvest and recall need ``topic`` and labels.
+    """
+    order = np.asarray(order, dtype=np.int64)
+    if len(order) == 0:
+        raise ValueError("no crawled pages to evaluate")
+    curves, hot_pages, notes = [], {}, []
+    if web.in_degree is not None:
+        hot_sets = [hot_set(spec, web) for spec in parse_hot(hot)]
+        hot_pages = {h.name: h.size for h in hot_sets}
+        notes += [f"no page is {h.name}: its measures are left out" for h in hot_sets if h.size == 0]
+        hot_sets = [h for h in hot_sets if h.size]
+        curves += [measures.crawl_and_stop_threshold(order, h) for h in hot_sets]
+        curves.append(measures.crawl_and_stop(order, web.pagerank))
+        if buffer is not None:
+            evicted = measures.buffer_evictions(estimates, buffer)
+            curves += [measures.limited_buffer(order, evicted, buffer, h) for h in hot_sets]
+        if kept is not None:
+            curves += [measures.kept_buffer(order, kept, h) for h in hot_sets]
+    else:
+        notes.append("the web has no link graph: P_ST, P_CS and P_BC are left out")
+    if topic is not None:
+        on_topic = web.on_topic(topic)
+        curves += [measures.harvest_rate(order, on_topic, topic),
+                   measures.target_recall(order, on_topic, topic)]
+        hot_pages[f"topic:{topic}"] = int(on_topic.sum())
+    if not curves:
+        raise ValueError("nothing to measure: give a link graph, or labels and a topic")
+    keep = sample_points(len(order), web.size, points, fractions)
+    return EvaluationResult(name, curves_frame(name, curves, web.size, keep), web.size,
+                            len(order), hot_pages, notes)
+
+
+def evaluate_crawl(crawl_dir: str, web_links_path: str | Path | None, name: str | None = None, *,
+                   hot: str | Iterable[str] = DEFAULT_HOT, buffer: int | None = None,
+                   estimates: Mapping[str, float] | None = None,
+                   evicted: Iterable[str] | None = None, access_log: str | Path | None = None,
+                   labels: str | Path | None = None, topic: str | None = None,
+                   points: int = DEFAULT_POINTS,
+                   fractions: Iterable[float] = DEFAULT_FRACTIONS) -> EvaluationResult:
+    """Evaluate the crawl in ``crawl_dir`` against the web in ``web_links_path`` (and/or the
+    ``labels``). Runs on the driver (pyarrow, pandas, numpy): no Spark needed."""
+    name = name or os.path.basename(str(crawl_dir).rstrip("/"))
+    web = load_web(web_links_path, labels)
+    content, fetchlists, incomplete = read_segments(str(crawl_dir))
+    pages = crawl_order(content, fetchlists)
+    notes = [f"segment {s}: no complete content, left out" for s in incomplete]
+    ids = pages["url"].map(web.page_id)
+    outside = pages["url"][ids.isna()].tolist()
+    if outside:
+        notes.append(f"{len(outside)} crawled URLs are not in the web, left out "
+                     f"(e.g. {', '.join(outside[:SHOWN])})")
+    in_web = pages[ids.notna()].assign(page=ids[ids.notna()].astype(np.int64))
+    first = in_web.drop_duplicates("page", keep="first")
+    if len(first) < len(in_web):
+        notes.append(f"{len(in_web) - len(first)} crawled URLs are a page crawled earlier "
+                     "under another spelling, counted once")
+    buffer_args = {}
+    if evicted is not None:
+        buffer_args["kept"] = ~first["url"].isin(set(evicted)).to_numpy()
+    if buffer is not None:
+        scores = first["url"].map(estimates) if estimates is not None else first["estimate"]
+        buffer_args.update(buffer=int(buffer), estimates=scores.to_numpy(dtype=np.float64))
+    result = evaluate_order(name, first["page"].to_numpy(), web, hot=hot, topic=topic,
+                            points=points, fractions=fractions, **buffer_args)
+    result.notes[:0] = notes
+    if access_log is not None:
+        result.crosscheck = cross_check(pages["url"], read_access_log(access_log))
+    return result

@@ -1,0 +1,59 @@
+"""`crawlkit evaluate` end to end on the crawl directory and tiny web of the other tests."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from crawlkit.cli import main
+from crawlkit.evaluate import compare
+from crawlkit.evaluate.report import COLUMNS
+
+
+def test_cli_writes_csv_png_and_table(crawl_dir, access_log, web_files, tmp_path, capsys):
+    links, labels = web_files
+    out = tmp_path / "eval"
+    code = main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(links),
+                 "--access-log", str(access_log), "--hot", "indegree:1,indegree:2,pagerank:2",
+                 "--buffer", "2", "--labels", str(labels), "--topic", "course",
+                 "--name", "bfs", "--out", str(out), "--quiet"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["pages_crawled"] == 6 and summary["web_pages"] == 8
+    assert summary["crosscheck"]["log_only"] == 1
+
+    curves = pd.read_csv(out / "bfs.csv")
+    assert list(curves.columns) == COLUMNS
+    assert set(curves["ordering"]) == {"bfs", "ideal", "random"}
+    assert set(curves["metric"]) == {"P_ST", "P_CS", "P_BC(B=2)", "harvest", "recall"}
+    assert set(curves["hot_definition"]) == {"indegree>1", "indegree>2", "pagerank-top-2",
+                                             "pagerank-top-K", "topic:course"}
+    png = (out / "bfs.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    table = (out / "bfs.md").read_text(encoding="utf-8")
+    assert "| measure | hot pages | ordering | 5% | 10% | 20% | 30% | 50% | end |" in table
+    assert "## Cross-check with the access log" in table
+
+
+def test_cli_default_out_dir_and_usage_errors(crawl_dir, web_files, capsys):
+    assert main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]), "--quiet"]) == 0
+    name = crawl_dir.name   # the ordering is named after the crawl directory
+    assert (crawl_dir / "evaluation" / f"{name}.csv").exists()
+    try:
+        main(["evaluate", "--crawl-dir", str(crawl_dir), "--buffer", "0"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "expected a page count" in capsys.readouterr().err
+
+
+def test_compare_two_orderings(crawl_dir, web_files, tmp_path):
+    for name, buffer in (("first", "2"), ("second", "3")):
+        assert main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]),
+                     "--hot", "indegree:1", "--buffer", buffer, "--name", name,
+                     "--out", str(tmp_path), "--quiet"]) == 0
+    markdown, figure = compare([tmp_path / "first.csv", tmp_path / "second.csv"])
+    rows = [line for line in markdown.splitlines() if line.startswith("| P_ST | indegree>1 |")]
+    # both orderings, then ideal and random once (the copies of each crawl collapse)
+    assert [row.split(" | ")[2] for row in rows] == ["first", "second", "ideal", "random"]
+    assert "| P_BC(B=3) | indegree>1 | second |" in markdown
+    assert len([ax for ax in figure.axes if ax.get_visible()]) == 4  # P_ST, P_CS, P_BC B=2, B=3

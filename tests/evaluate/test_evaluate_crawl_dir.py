@@ -1,0 +1,77 @@
+"""Reading a crawl directory (segments written with pyarrow in the declared schemas: see the
+crawl_dir fixture) and cross-checking it with a replay-web access log (the access_log fixture)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from crawlkit.evaluate import evaluate_crawl
+from crawlkit.evaluate.crawl import crawl_order, read_segments
+from crawlkit.evaluate.crosscheck import cross_check, log_fetch_order
+from evaluate_tinyweb import CRAWL, SEGMENT_1, SEGMENT_2, SEGMENT_3, url
+
+
+def test_crawl_order_from_segments(crawl_dir):
+    content, fetchlists, incomplete = read_segments(str(crawl_dir))
+    assert incomplete == [SEGMENT_3]
+    assert len(content) == 10 and len(fetchlists) == 10
+    order = crawl_order(content, fetchlists)
+    # successes only, once per URL (a's 304 refetch, the 404 and the redirect do not count)
+    assert order["url"].tolist() == [url(n) for n in CRAWL] + [url("extra")]
+    assert order["segment"].tolist() == [SEGMENT_1] * 3 + [SEGMENT_2] * 4
+    assert order["estimate"].tolist() == [.5, .2, .1, .4, .4, .9, .05]
+
+
+def test_cross_check_with_the_access_log(crawl_dir, access_log):
+    from crawlkit.replay.accesslog import read_access_log
+
+    records = read_access_log(access_log)
+    assert log_fetch_order(records) == [url(n) for n in "abecdfg"]
+    order = crawl_order(*read_segments(str(crawl_dir))[:2])
+    check = cross_check(order["url"], records)
+    assert check.log_only == [url("g")]
+    assert check.segments_only == [url("extra")]
+    assert check.common == 6
+    # log positions of the crawl order a b e c f d: 0 1 2 3 5 4, one discordant pair of 15
+    assert check.order_agreement == pytest.approx(13 / 15)
+
+
+def test_evaluate_crawl(crawl_dir, access_log, web_files):
+    links, labels = web_files
+    result = evaluate_crawl(str(crawl_dir), links, "bfs", hot="indegree:1,indegree:2", buffer=2,
+                            access_log=access_log, labels=labels, topic="course")
+    assert result.web_pages == 8 and result.pages_crawled == 6
+    assert result.notes[0] == f"segment {SEGMENT_3}: no complete content, left out"
+    assert result.notes[1].startswith("1 crawled URLs are not in the web")
+    assert result.crosscheck.summary() == {"common": 6, "log_only": 1, "segments_only": 1,
+                                           "order_agreement": round(13 / 15, 6)}
+    curves = result.curves[result.curves["ordering"] == "bfs"]
+    # the same buffer trace as test_limited_buffer, now from the fetch-list scores
+    bc = curves[(curves.metric == "P_BC(B=2)") & (curves.hot_definition == "indegree>2")]
+    assert_allclose(bc["value"], [0, 0, 0, 0.5, 0.5, 0.5])
+    recall = curves[curves.metric == "recall"]
+    assert_allclose(recall["value"], np.array([1, 1, 1, 2, 2, 2]) / 3)
+    assert "## Cross-check with the access log" in result.markdown()
+
+
+def test_estimates_override_the_fetch_list_scores(crawl_dir, web_files):
+    # final scores that keep c and d: at the end the buffer holds the two indegree>2 pages
+    final = {url(n): s for n, s in zip("abecfd", [.1, .2, .3, .8, .4, .9])}
+    result = evaluate_crawl(str(crawl_dir), web_files[0], "final", hot="indegree:2",
+                            buffer=2, estimates=final)
+    bc = result.curves[(result.curves.metric == "P_BC(B=2)") & (result.curves.ordering == "final")]
+    assert bc["value"].iloc[-1] == 1.0
+
+
+def test_kept_buffer_from_evicted_urls(crawl_dir, web_files):
+    # the crawler's own buffer kept a and d of the crawled a b e c f d
+    result = evaluate_crawl(str(crawl_dir), web_files[0], "own-buffer", hot="indegree:1,indegree:2",
+                            evicted=[url(n) for n in "becf"])
+    bc = result.curves[result.curves.metric == "P_BC(evicted, B=2)"]
+    values = {(r.hot_definition, r.ordering): r.value for r in bc.itertuples()}
+    # indegree>1 (a c d): 2 of 2 kept are hot; indegree>2 (c d): 1 of 2; one point at K = 6
+    assert values[("indegree>1", "own-buffer")] == 1.0
+    assert values[("indegree>2", "own-buffer")] == 0.5
+    assert values[("indegree>2", "random")] == pytest.approx(2 / 8)
+    assert set(bc["pages_crawled"]) == {6}
