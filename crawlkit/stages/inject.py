@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Iterable
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from crawlkit import storage
@@ -99,12 +100,21 @@ def _parse_fields(fields: list[str]) -> tuple[float | None, dict[str, str], str 
     return score, metadata, None
 
 
-def seed_rows(fresh: DataFrame, crawldb: DataFrame, conf: Conf) -> DataFrame:
-    """Seeds as rows to insert; under OPIC they also receive the virtual page's cash."""
-    if conf["scoring.scorer"] == "opic":
-        from crawlkit.scoring import opic_inject
-        return opic_inject(fresh, crawldb, conf)
-    return fresh
+def seed_rows(fresh: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
+    """Complete crawldb rows for new seeds. Under OPIC the seeds share the virtual page's
+    cash, and the virtual page's row (with the cash it has left) comes along, to be inserted
+    on the first inject or have its cash updated later."""
+    if conf["scoring.scorer"] != "opic":
+        return new_entries(fresh, conf, now)
+    from crawlkit.scoring import VIRTUAL_URL, opic_inject
+    from crawlkit.scoring.opic import virtual_page_row
+
+    rows = opic_inject(fresh, crawldb).cache()
+    virtual = rows.filter(F.col("url") == VIRTUAL_URL).select("opic_cash").collect()
+    seeds = new_entries(rows.filter(F.col("url") != VIRTUAL_URL), conf, now)
+    if virtual:
+        seeds = seeds.unionByName(virtual_page_row(fresh.sparkSession, virtual[0]["opic_cash"]))
+    return seeds
 
 
 def read_seed_file(path: str) -> list[bytes]:
@@ -130,10 +140,13 @@ def run_inject(spark: SparkSession, seeds_path: str, conf: Conf, now: datetime) 
     table = storage.ensure_table(spark, path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     existing = table.toDF().select("url")
     fresh = seeds_df.join(existing, on="url", how="left_anti")
-    fresh_rows = new_entries(seed_rows(fresh, table.toDF(), conf), conf, now)
+    fresh_rows = seed_rows(fresh, table.toDF(), conf, now)
     before = table.toDF().count()
     with storage.commit_tag(spark, f"inject:{now.isoformat()}"):
+        # One commit: new seeds are inserted; the only existing row a scorer may hand back is
+        # OPIC's virtual page, whose cash the new seeds took.
         (table.alias("db").merge(fresh_rows.alias("s"), "db.url = s.url")
+         .whenMatchedUpdate(set={"opic_cash": "s.opic_cash"})
          .whenNotMatchedInsertAll().execute())
     injected = table.toDF().count() - before
     return {"seeds": len(report.seeds), "injected": injected,

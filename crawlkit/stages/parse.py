@@ -26,15 +26,16 @@ def _parse_batches(conf: dict):
     normalizer, url_filter = UrlNormalizer(urls_conf), UrlFilter(urls_conf)
     arrow_schema = to_arrow_schema(schemas.struct("parse"))
     options = dict(max_outlinks=conf["parser.max_outlinks"], max_text=conf["parser.max_text"],
-                   backend=conf["parser.backend"], signature=conf["parser.signature"])
+                   backend=conf["parser.backend"], signature=conf["parser.signature"],
+                   normalizer=normalizer)
 
     def parse_row(row: dict) -> dict:
         result = parse_document(row["url"], row["content"] or b"", row["content_type"],
                                 dict(row["headers"] or []), **options)
         outlinks = []
         for link in result.get("outlinks") or []:
-            url = normalizer(link["url"])
-            if url is None or url_filter.check(url) or (conf["parser.ignore_same_page_links"] and url == row["url"]):
+            url = link["url"]  # already normalized by the parser, with the [urls] rules
+            if url_filter.check(url) or (conf["parser.ignore_same_page_links"] and url == row["url"]):
                 continue
             outlinks.append({"url": url, "anchor": link.get("anchor") or None,
                              "nofollow": bool(link.get("nofollow")),
