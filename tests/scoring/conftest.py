@@ -1,0 +1,76 @@
+"""Builders for small inline crawldb and link tables (the declared schemas, few columns given)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from crawlkit import schemas
+
+NOW = datetime(2024, 1, 1, 12, 0, 0)
+
+
+def host(url: str) -> str:
+    return url.split("/")[2] if "://" in url else url.split("/")[0]
+
+
+@pytest.fixture
+def make_crawldb(spark):
+    """crawldb rows from dicts (url required); the rest gets harmless defaults."""
+    def build(rows):
+        full = []
+        for r in rows:
+            base = dict(url=r["url"], host=host(r["url"]), status="unfetched", fetch_time=NOW,
+                        retries=0, fetch_interval=2592000, score=0.0, scores={}, opic_cash=0.0,
+                        opic_history=0.0, change_count=0, check_count=0, depth=1,
+                        schema_version=1, metadata={})
+            base.update(r)
+            full.append(base)
+        cols = schemas.columns("crawldb")
+        data = [tuple(row.get(c) for c in cols) for row in full]
+        return spark.createDataFrame(data, schemas.struct("crawldb"))
+    return build
+
+
+@pytest.fixture
+def make_links(spark):
+    """Link table rows from (src, dst) or (src, dst, extra-dict) tuples."""
+    def build(pairs):
+        cols = schemas.columns("links")
+        data = []
+        for p in pairs:
+            src, dst = p[0], p[1]
+            extra = p[2] if len(p) > 2 else {}
+            row = dict(src=src, dst=dst, src_host=host(src), dst_host=host(dst), anchor=None,
+                       meta=None, nofollow=False, first_seen=NOW, last_seen=NOW)
+            row.update(extra)
+            data.append(tuple(row[c] for c in cols))
+        return spark.createDataFrame(data, schemas.struct("links"))
+    return build
+
+
+def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
+    """Exact PageRank by a dense linear solve (dangling pages follow the teleport vector)."""
+    index = {u: i for i, u in enumerate(nodes)}
+    n = len(nodes)
+    m = np.zeros((n, n))
+    out = {}
+    for s, d in set(edges):
+        out.setdefault(s, set()).add(d)
+    for s, ds in out.items():
+        for d in ds:
+            m[index[d], index[s]] = 1.0 / len(ds)
+    v = np.full(n, 1.0 / n)
+    if teleport:
+        v = np.array([teleport.get(u, 0.0) for u in nodes], dtype=float)
+        v /= v.sum()
+    dangling = np.array([u not in out for u in nodes], dtype=float)
+    a = np.eye(n) - damping * (m + np.outer(v, dangling))
+    x = np.linalg.solve(a, (1 - damping) * v)
+    return dict(zip(nodes, x))
+
+
+@pytest.fixture
+def ref_pagerank():
+    return reference_pagerank
