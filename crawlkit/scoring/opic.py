@@ -79,7 +79,8 @@ def virtual_state(crawldb: DataFrame) -> dict | None:
 def opic_inject(new_seeds: DataFrame, crawldb: DataFrame | None = None) -> DataFrame:
     """Cash for newly injected seeds, taken from the virtual page; upsert the result.
 
-    ``new_seeds`` has crawldb columns (at least url). Returns the seeds that are not in
+    ``new_seeds`` has crawldb columns (at least url; the three OPIC columns are added when
+    missing). Returns the seeds that are not in
     ``crawldb`` yet, with ``opic_cash`` = V/m, ``opic_history`` = 0 and ``last_processed``
     null, plus the virtual page's row (same columns) with cash 0, where V is the virtual
     page's cash: 1.0 for a new crawl, else whatever it holds now. Inject MERGEs these rows by
@@ -97,16 +98,17 @@ def opic_inject(new_seeds: DataFrame, crawldb: DataFrame | None = None) -> DataF
             known_cash = real_pages(crawldb).agg(F.sum("opic_cash")).first()[0] or 0.0
         current = {"opic_cash": max(0.0, 1.0 - known_cash), "opic_history": 0.0,
                    "last_processed": None}
+    columns = new_seeds.columns + [c for c in STATE if c not in new_seeds.columns]
     m = seeds.count()
-    if m == 0:
-        return seeds.select(*new_seeds.columns).limit(0)
-    share = current["opic_cash"] / m
+    share = current["opic_cash"] / m if m else 0.0
     seeds = seeds.select(*[
         (F.lit(share) if c == "opic_cash" else F.lit(0.0) if c == "opic_history"
          else F.lit(None).cast("timestamp") if c == "last_processed" else F.col(c)).alias(c)
-        for c in new_seeds.columns])
+        for c in columns])
+    if m == 0:
+        return seeds
     virtual = virtual_page_row(spark, 0.0, current["opic_history"], current["last_processed"])
-    return seeds.unionByName(virtual.select(*new_seeds.columns))
+    return seeds.unionByName(virtual.select(*columns))
 
 
 def history_update(history: Column, cash: Column, last_processed: Column, now: datetime,
