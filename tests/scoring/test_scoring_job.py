@@ -1,0 +1,70 @@
+"""The scoring job: one tagged MERGE into the Delta crawldb; OPIC applies a segment once."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from pyspark.sql import functions as F
+
+from crawlkit import schemas, storage
+from crawlkit.scoring import VIRTUAL_URL, run_scoring
+from crawlkit.scoring.opic import opic_inject
+
+NOW = datetime(2024, 1, 1, 12, 0, 0)
+A, B, C, D = (f"http://{h}.test/" for h in "abcd")
+LINKS = [(A, B), (A, C), (B, C), (C, A)]   # d has no links at all
+
+
+@pytest.fixture
+def crawl(spark, make_test_conf, make_crawldb, make_links):
+    """A crawl directory: crawldb (seed a injected under OPIC), linkdb, one fetched segment."""
+    conf = make_test_conf(scoring__engine="driver")
+    crawl_dir = conf["crawl.dir"]
+    seeds = opic_inject(make_crawldb([{"url": A, "depth": 0}]))
+    crawldb = seeds.unionByName(make_crawldb([{"url": u} for u in (B, C, D)]))
+    crawldb.write.format("delta").save(storage.crawldb_path(crawl_dir))
+    make_links(LINKS).write.format("delta").save(storage.linkdb_path(crawl_dir))
+    content = spark.createDataFrame(
+        [(A, "a.test", "success", NOW, False, "s1"), (D, "d.test", "retry", NOW, False, "s1")],
+        "url string, host string, fetch_status string, fetched_at timestamp, truncated boolean, "
+        "segment string")   # d failed: not processed
+    storage.write_segment_part(content, crawl_dir, "s1", "content", "content")
+    return conf, crawl_dir
+
+
+def crawldb_rows(spark, crawl_dir):
+    return {r.url: r for r in storage.read_table(spark, storage.crawldb_path(crawl_dir), "crawldb").collect()}
+
+
+def test_pagerank_job_writes_scores_and_ordering_score(spark, crawl, ref_pagerank):
+    conf, crawl_dir = crawl
+    counters = run_scoring(spark, crawl_dir, conf, NOW, segment="s1", scorer="pagerank")
+    assert counters["tag"] == "score-pagerank:s1" and counters["engine"] == "driver"
+    rows = crawldb_rows(spark, crawl_dir)
+    expected = ref_pagerank([A, B, C, D], LINKS)
+    for url in (A, B, C, D):
+        assert rows[url].scores["pagerank"] == pytest.approx(expected[url], abs=1e-9)
+        assert rows[url].score == pytest.approx(expected[url], abs=1e-9)   # combine: pagerank alone
+    assert "pagerank" not in (rows[VIRTUAL_URL].scores or {})             # virtual page untouched
+    assert storage.was_applied(spark, storage.crawldb_path(crawl_dir), "score-pagerank:s1")
+
+
+def test_opic_job_applies_a_segment_once(spark, crawl):
+    conf, crawl_dir = crawl
+    first = run_scoring(spark, crawl_dir, conf, NOW, segment="s1", scorer="opic")
+    rows = crawldb_rows(spark, crawl_dir)
+    assert first["skipped"] == 0
+    assert sum(r.opic_cash for r in rows.values()) == pytest.approx(1.0, abs=1e-12)
+    assert rows[A].opic_history == pytest.approx(1.0) and rows[A].last_processed == NOW
+    assert rows[D].last_processed is None              # failed fetch: not processed
+    # The pagerank score is kept next to opic's; the ordering score follows scoring.scorer.
+    second = run_scoring(spark, crawl_dir, conf, NOW, segment="s1", scorer="opic")
+    assert second["skipped"] == 1
+    again = crawldb_rows(spark, crawl_dir)
+    assert {u: r.opic_cash for u, r in again.items()} == {u: r.opic_cash for u, r in rows.items()}
+
+
+def test_opic_needs_a_segment(spark, crawl):
+    conf, crawl_dir = crawl
+    with pytest.raises(ValueError, match="segment"):
+        run_scoring(spark, crawl_dir, conf, NOW, scorer="opic")
