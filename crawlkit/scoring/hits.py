@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -32,8 +33,8 @@ def hits(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, tol: float 
     if n == 0:
         return spark.createDataFrame([], "url string, hub double, authority double"), 0
     e = _arrow(edges.select("src", "dst"))
-    src = pa.compute.index_in(e.column("src"), value_set=urls).to_numpy(zero_copy_only=False)
-    dst = pa.compute.index_in(e.column("dst"), value_set=urls).to_numpy(zero_copy_only=False)
+    src = pc.index_in(e.column("src"), value_set=urls).to_numpy(zero_copy_only=False)
+    dst = pc.index_in(e.column("dst"), value_set=urls).to_numpy(zero_copy_only=False)
     adj = sp.csr_matrix((np.ones(len(src)), (src.astype(np.int64), dst.astype(np.int64))),
                         shape=(n, n))
     adj.data[:] = 1.0          # duplicates count once

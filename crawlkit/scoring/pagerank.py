@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -103,7 +104,7 @@ def _weights(table: pa.Table, index: dict, n: int) -> np.ndarray:
     """Dense vector from an Arrow (url, value) table, by the url's index; missing = 0."""
     out = np.zeros(n)
     if table.num_rows:
-        pos = pa.compute.index_in(table.column("url"), value_set=index["urls"]).to_numpy(
+        pos = pc.index_in(table.column("url"), value_set=index["urls"]).to_numpy(
             zero_copy_only=False)
         vals = table.column(1).to_numpy(zero_copy_only=False).astype(float)
         keep = ~np.isnan(pos.astype(float))
@@ -149,17 +150,26 @@ def start_vector(known: np.ndarray, have: np.ndarray) -> np.ndarray:
 def pagerank_driver(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
                     tol: float, max_iter: int, personalization: DataFrame | None = None,
                     start: DataFrame | None = None) -> PageRankResult:
-    """Collect edges via Arrow, solve with scipy on the driver, hand the ranks back to Spark."""
+    """Collect edges via Arrow, solve with scipy on the driver, hand the ranks back to Spark.
+
+    The node set and the integer ids come from one dictionary encoding of (nodes, src, dst)
+    on the driver: no Spark shuffle for a distinct, no join for the ids.
+    """
     e = _arrow(edges.select("src", "dst"))
-    urls_tab = _arrow(node_set(nodes, edges))
-    urls = pa.chunked_array(urls_tab.column("url").chunks, type=pa.string()).combine_chunks()
+    extra = _arrow(nodes.select("url")).column("url")
+    m = e.num_rows
+    allurls = pa.chunked_array(list(extra.chunks) + list(e.column("src").chunks)
+                               + list(e.column("dst").chunks), type=pa.string())
+    encoded = allurls.combine_chunks().dictionary_encode()
+    urls = encoded.dictionary
     n = len(urls)
     if n == 0:
         return PageRankResult(_empty_ranks(spark), 0, 0.0, "driver")
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    k = len(extra)
+    src, dst = codes[k:k + m], codes[k + m:]
     index = {"urls": urls}
-    src = pa.compute.index_in(e.column("src"), value_set=urls).to_numpy(zero_copy_only=False)
-    dst = pa.compute.index_in(e.column("dst"), value_set=urls).to_numpy(zero_copy_only=False)
-    matrix, dangling = transition_matrix(src.astype(np.int64), dst.astype(np.int64), n)
+    matrix, dangling = transition_matrix(src, dst, n)
     v = np.full(n, 1.0 / n)
     if personalization is not None:
         w = _weights(_arrow(personalization.select("url", "weight")), index, n)

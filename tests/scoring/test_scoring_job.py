@@ -64,7 +64,7 @@ def test_opic_job_applies_a_segment_once(spark, crawl):
     assert {u: r.opic_cash for u, r in again.items()} == {u: r.opic_cash for u, r in rows.items()}
 
 
-def test_opic_needs_a_segment(spark, crawl):
-    conf, crawl_dir = crawl
+def test_opic_needs_a_segment(spark, make_test_conf):
+    conf = make_test_conf()
     with pytest.raises(ValueError, match="segment"):
-        run_scoring(spark, crawl_dir, conf, NOW, scorer="opic")
+        run_scoring(spark, conf["crawl.dir"], conf, NOW, scorer="opic")

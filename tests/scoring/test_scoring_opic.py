@@ -76,7 +76,7 @@ def test_one_round_by_hand(spark, web):
     assert out[VIRTUAL_URL].score == 0.0
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [3])
 def test_total_cash_is_one_after_any_rounds(spark, web, make_crawldb, seed):
     crawldb, links = web
     rng = random.Random(seed)
@@ -89,7 +89,7 @@ def test_total_cash_is_one_after_any_rounds(spark, web, make_crawldb, seed):
         fetched = rng.sample(pages, rng.randint(0, len(pages)))   # the rest failed
         now += timedelta(days=rng.randint(1, 40))
         crawldb, out = round_(spark, crawldb, links, fetched, now=now,
-                              scoring__opic_window=rng.choice([0, 30 * 86400]))
+                              scoring__opic_window=(0, 30 * 86400)[k % 2])
         assert sum(r.opic_cash for r in out.values()) == pytest.approx(1.0, abs=1e-12)
         assert all(r.opic_cash >= 0 and r.opic_history >= 0 for r in out.values())
         assert sum(r.score for r in out.values()) <= 1.0 + 1e-12
