@@ -1,6 +1,8 @@
 """PageRank engines against an exact dense solve on a small graph with every awkward case."""
 from __future__ import annotations
 
+import os
+
 import networkx as nx
 import pytest
 from pyspark.sql import functions as F
@@ -49,9 +51,13 @@ CASES = [("driver", 0.85), ("distributed", 0.5)]
 @pytest.mark.parametrize("engine,damping", CASES)
 def test_engine_matches_exact_solution(spark, graph, ref_pagerank, engine, damping):
     nodes, edges = graph
+    folder = spark.sparkContext._jsc.sc().getCheckpointDir().get().replace("file:", "")
+    before = set(os.listdir(folder)) if os.path.isdir(folder) else set()
     result = pagerank(spark, nodes, edges, damping=damping, tol=1e-12, max_iter=300,
                       engine=engine, checkpoint_every=4)
     ranks = as_dict(result.ranks)
+    after = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+    assert after <= before   # reliable checkpoints are deleted once superseded
     assert set(ranks) == set(PAGES)
     assert sum(ranks.values()) == pytest.approx(1.0, abs=1e-12)
     assert l1(ranks, ref_pagerank(PAGES, CLEAN, damping=damping)) < 1e-9
