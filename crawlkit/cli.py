@@ -27,15 +27,20 @@ STAGES = {
     "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
-    "stats": "crawldb statistics",
+    "stats": "crawldb statistics: counts by status, top hosts, score and fetch-interval distributions",
+    "dump": "one URL's crawldb record with its inlinks (and anchors) and outlinks",
+    "top": "the top pages by the active score",
+    "report": "write a self-contained HTML report of a crawl directory",
     "replay": "serve the local replay web (graph, WARC or generated)",
     "evaluate": "evaluate a finished crawl's ordering against a full web graph",
 }
 NOT_YET = {
     "export": "Export scores as search-index boosts",
-    "stats": "The operator's view: progress, statistics, inspection, and an HTML crawl report",
 }
 
+
+# Read-only views of a crawl directory (crawlkit.inspect, crawlkit.report).
+INSPECTION = ("stats", "dump", "top", "report")
 
 # Commands that change the crawl directory hold its lock while they run.
 WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "score", "crawl", "round"}
@@ -104,6 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "score":
             p.add_argument("--scorer", help="scorer name (sets scoring.scorer)")
             p.add_argument("--list", action="store_true", help="list the available scorers")
+        if name in INSPECTION:
+            p.add_argument("--version", type=int, metavar="V",
+                           help="crawldb version to read (default: the latest); the linkdb is read as it was then")
+        if name in ("stats", "dump", "top"):
+            p.add_argument("--json", action="store_true", help="print everything as one JSON line instead of text")
+        if name == "stats":
+            p.add_argument("--hosts", type=int, default=10, metavar="N", help="hosts to list (default 10)")
+        if name == "dump":
+            p.add_argument("--url", required=True, help="the URL (normalized as inject does)")
+            p.add_argument("--limit", type=int, default=100, metavar="N", help="inlinks and outlinks to list (default 100)")
+        if name == "top":
+            p.add_argument("--n", type=int, default=20, metavar="N", help="pages to list (default 20)")
+        if name == "report":
+            p.add_argument("--out", help="HTML file to write (default: <crawl dir>/report.html)")
     return parser
 
 
@@ -182,6 +201,9 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         else:
             reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], utc_now, say)
         return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters} for r in reports]}
+    if cmd in INSPECTION:
+        from crawlkit.inspect.command import run_inspection
+        return run_inspection(spark, conf, args, now, (lambda _text: None) if args.quiet else print)
     raise SystemExit(f"crawlkit {cmd}: not available yet (issue: {NOT_YET.get(cmd, cmd)})")
 
 

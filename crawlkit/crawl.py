@@ -12,6 +12,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
+from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import run_generate, segment_name
@@ -49,6 +50,9 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
     _timed(report, "parse", run_parse, spark, conf, segment)
     _timed(report, "updatedb", run_updatedb, spark, conf, now, segment)
     _timed(report, "score", run_scoring, spark, conf["crawl.dir"], conf, now, segment)
+    # Durable stage durations and options for `crawlkit report` (the counters are in _stats already).
+    storage.write_stats(spark, conf["crawl.dir"], segment, "round",
+                        {"segment": segment, "seconds": report.seconds, "options": conf.changed()})
     log(f"round {segment}: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     return report
 

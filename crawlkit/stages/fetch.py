@@ -24,6 +24,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
+from crawlkit.progress import ProgressSink, fetch_progress
 from crawlkit.stages.generate import partition_by_host
 
 SPILL_ROWS = 256       # spill at least this often...
@@ -37,13 +38,14 @@ def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
-def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str):
-    """The per-partition task: fetch, spill results to parts_uri, yield the row count."""
+def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: ProgressSink | None):
+    """The per-partition task: fetch, spill results to parts_uri, yield the row count; report
+    the task's counters to ``progress`` (crawlkit.progress) when given."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
         from pyarrow import fs as pafs
 
-        from crawlkit.fetch import fetch_partition
+        from crawlkit.fetch import FetchStats, fetch_partition
 
         schema = to_arrow_schema(schemas.struct("content"))
         filesystem, folder = pafs.FileSystem.from_uri(parts_uri)
@@ -61,7 +63,9 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str):
             chunk, written, last, buffer = chunk + 1, written + len(buffer), time.monotonic(), []
 
         rows = (row for batch in batches for row in batch.to_pylist())
-        for result in fetch_partition(rows, conf, now):
+        stats = FetchStats()
+        results = fetch_partition(rows, conf, now, stats)
+        for result in (results if progress is None else progress.follow(results, stats)):
             buffer.append(result)
             if len(buffer) >= SPILL_ROWS or time.monotonic() - last >= SPILL_SECONDS:
                 spill()
@@ -82,9 +86,10 @@ def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: 
     done = _parts(spark, parts_uri)
     todo = fetchlist if done is None else fetchlist.join(done.select("url"), on="url", how="left_anti")
     partitions = conf["generate.partitions"] or spark.sparkContext.defaultParallelism
-    counts = partition_by_host(todo, partitions).mapInArrow(
-        _fetch_and_spill(conf.to_dict(), now, parts_uri), "rows long")
-    return counts.agg(F.sum("rows")).first()[0] or 0
+    with fetch_progress(spark, "fetch", todo) as sink:
+        counts = partition_by_host(todo, partitions).mapInArrow(
+            _fetch_and_spill(conf.to_dict(), now, parts_uri, sink), "rows long")
+        return counts.agg(F.sum("rows")).first()[0] or 0
 
 
 def assemble(parts: DataFrame) -> DataFrame:
