@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from crawlkit.paths import conf_dir
+from crawlkit.paths import conf_dir, read_shipped
 
 DEFAULTS_FILE = "crawlkit-default.toml"
 SITE_FILE = "crawlkit-site.toml"
@@ -59,8 +59,7 @@ def _type_name(value: Any) -> str:
 def load_specs(path: Path | None = None) -> dict[str, KeySpec]:
     """Read the declared keys from the defaults file."""
     path = path or conf_dir() / DEFAULTS_FILE
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh)
+    raw = tomllib.loads(read_shipped(path).decode("utf-8"))
     specs: dict[str, KeySpec] = {}
     for section, entries in raw.items():
         for name, entry in entries.items():

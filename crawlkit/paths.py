@@ -1,9 +1,12 @@
-"""Where the project's shipped files (conf/, schemas/) live.
+"""Where the project's shipped files (conf/, schemas/) live, and how to read them.
 
 They sit at the top of the repository so users can read them; an editable install (what
 setup does) finds them next to the package, and $CRAWLKIT_HOME points elsewhere if needed.
+When crawlkit runs from the zip spark-submit ships (``--py-files dist/crawlkit.zip``, built by
+scripts/cluster/package.sh with conf/ and schemas/ inside), they are read from the zip.
 """
 import os
+import zipimport
 from pathlib import Path
 
 
@@ -18,3 +21,11 @@ def conf_dir() -> Path:
 
 def schemas_dir() -> Path:
     return project_home() / "schemas"
+
+
+def read_shipped(path: Path) -> bytes:
+    """Bytes of a file under project_home(), from the disk or from the shipped zip."""
+    loader = globals().get("__loader__")
+    if isinstance(loader, zipimport.zipimporter) and not os.environ.get("CRAWLKIT_HOME"):
+        return loader.get_data(str(path))
+    return path.read_bytes()

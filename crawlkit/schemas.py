@@ -17,13 +17,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.types import StructField, StructType
 
-from crawlkit.paths import schemas_dir
+from crawlkit.paths import read_shipped, schemas_dir
 
 
 @lru_cache(maxsize=None)
 def declaration(table: str) -> dict:
-    with open(schemas_dir() / f"{table}.json", encoding="utf-8") as fh:
-        return json.load(fh)
+    return json.loads(read_shipped(schemas_dir() / f"{table}.json"))
 
 
 def version(table: str) -> int:

@@ -51,6 +51,14 @@ def segment_path(crawl_dir: str, segment: str, part: str | None = None) -> str:
     return join(crawl_dir, "segments", segment, *( [part] if part else []))
 
 
+def qualified(spark: SparkSession, path: str) -> str:
+    """Hadoop's spelling of a path (``file:///x`` -> ``file:/x``): Delta compares locations
+    as strings when it creates a table."""
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).makeQualified(hpath).toString()
+
+
 def is_delta(spark: SparkSession, path: str) -> bool:
     return DeltaTable.isDeltaTable(spark, path)
 
@@ -59,7 +67,7 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     """Create an empty Delta table with the declared schema if it does not exist yet."""
     if not is_delta(spark, path):
         (DeltaTable.createIfNotExists(spark)
-         .location(path)
+         .location(qualified(spark, path))
          .addColumns(schemas.struct(table))
          .property("delta.enableDeletionVectors", str(deletion_vectors).lower())
          .property("crawlkit.schema", f"{table}:v{schemas.version(table)}")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build what spark-submit ships to executors: dist/crawlkit.zip (the crawlkit package, for
-# --py-files) and print the comma-separated --jars list (the jars setup resolved).
+# Build what spark-submit ships: dist/crawlkit.zip (the crawlkit package with conf/ and
+# schemas/, for --py-files) and print the comma-separated --jars list (the jars setup resolved).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p dist
@@ -8,7 +8,8 @@ rm -f dist/crawlkit.zip
 .venv/bin/python - <<'PY'
 import zipfile, pathlib
 with zipfile.ZipFile("dist/crawlkit.zip", "w", zipfile.ZIP_DEFLATED) as zf:
-    for path in sorted(pathlib.Path("crawlkit").rglob("*.py")):
-        zf.write(path)
+    for folder, pattern in (("crawlkit", "*.py"), ("conf", "*.toml"), ("schemas", "*.json")):
+        for path in sorted(pathlib.Path(folder).rglob(pattern)):
+            zf.write(path)
 PY
 ls "$PWD"/.jars/*.jar | paste -sd, -
