@@ -65,7 +65,7 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
     _inject(spark, conf, seeds, clock(), log)
     fetched_total = 0
     for _ in range(rounds):
-        report = run_round(spark, conf, clock(), log)
+        report = run_round(spark, _within_budget(conf, fetched_total), clock(), log)
         if report.segment is None:
             log("nothing due: crawl finished")
             break
@@ -75,6 +75,16 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
             log(f"crawl-and-stop: {fetched_total} pages fetched")
             break
     return reports
+
+
+def _within_budget(conf: Conf, fetched_total: int) -> Conf:
+    """Crawl and stop: the last round generates only what is left of crawl.max_pages."""
+    limit = conf["crawl.max_pages"]
+    if not limit:
+        return conf
+    left = limit - fetched_total
+    top_n = conf["crawl.topN"]
+    return conf.with_overrides({"crawl.topN": left if top_n <= 0 else min(top_n, left)})
 
 
 def _inject(spark: SparkSession, conf: Conf, seeds: str | None, now: datetime, log) -> None:
