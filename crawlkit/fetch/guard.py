@@ -102,7 +102,7 @@ class AddressGuard:
         ``resolve_proxied`` is off)."""
         if self.host_allowed(host):
             return None
-        host = host.strip("[]").lower()
+        host = host.strip("[]").lower().rstrip(".")  # "localhost." is localhost
         with self._lock:
             if host in self._target_cache:
                 return self._target_cache[host]
