@@ -57,6 +57,9 @@ def order_key(conf: Conf) -> list:
 
 def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> DataFrame:
     """The fetch list (unpartitioned): capped, exact top-N, in fetch-list columns."""
+    if conf["schedule.kind"] == "change_rate":  # refetches spend schedule.budget (stages/refetch.py)
+        from crawlkit.stages.refetch import generate_change_rate
+        return generate_change_rate(crawldb, conf, now, segment)
     candidates = due_candidates(crawldb, conf, now)
     if conf["generate.policy"] == "hot_queue":
         from crawlkit.scoring.focused import with_hot_queue  # focused crawling adds the queue flag
