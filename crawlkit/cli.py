@@ -199,7 +199,9 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
             reports = run_every(spark, conf, args.seeds, args.every, args.until, args.rounds,
                                 utc_now, time.sleep, say)
         else:
-            reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], utc_now, say)
+            # --now pins every round to that logical time (reproducible runs); else the wall clock
+            clock = (lambda: args.now) if args.now else utc_now
+            reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], clock, say)
         return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters} for r in reports]}
     if cmd in INSPECTION:
         from crawlkit.inspect.command import run_inspection

@@ -40,14 +40,16 @@ def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
 
 def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: ProgressSink | None):
     """The per-partition task: fetch, spill results to parts_uri, yield the row count; report
-    the task's counters to ``progress`` (crawlkit.progress) when given."""
+    the task's counters to ``progress`` (crawlkit.progress) when given. The schema is resolved
+    here, on the driver: executors may not have the schemas/ folder."""
+    schema = to_arrow_schema(schemas.struct("content"))
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
         from pyarrow import fs as pafs
 
         from crawlkit.fetch import FetchStats, fetch_partition
 
-        schema = to_arrow_schema(schemas.struct("content"))
         filesystem, folder = pafs.FileSystem.from_uri(parts_uri)
         filesystem.create_dir(folder, recursive=True)
         task = uuid.uuid4().hex[:12]
