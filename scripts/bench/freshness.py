@@ -179,7 +179,7 @@ def main(argv=None):
         for name, plain, weighted, fetches in rows:
             print(f"| {name} | {plain:.3f} | {weighted:.3f} | {fetches} |")
     else:
-        print(f"{"schedule":52s} {'freshness':>10s} {'weighted':>10s} {'fetches':>8s}")
+        print(f"{'schedule':52s} {'freshness':>10s} {'weighted':>10s} {'fetches':>8s}")
         for name, plain, weighted, fetches in rows:
             print(f"{name:52s} {plain:10.3f} {weighted:10.3f} {fetches:8d}")
     return 0
