@@ -1,0 +1,57 @@
+"""The round lock: a concurrent round is refused with a clear message; --break-lock recovers."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crawlkit import cli, lock
+from crawlkit.conf import make_conf
+from crawlkit.crawl import run_round
+
+from conftest import NOW
+
+# crawlkit.lock.holder reads the lock file with spark.read.text, which ignores files whose
+# name starts with "." (Spark's hidden-file filter: "All paths were ignored"), so the holder
+# comes back as {"raw": ""} and the refusal says "locked by ? (host ?, pid ?, since ?)".
+HOLDER_UNREADABLE = pytest.mark.xfail(
+    strict=True, reason="crawlkit.lock.holder: spark.read.text skips the hidden .crawlkit.lock file")
+
+
+def test_a_second_round_is_refused_while_one_holds_the_lock(spark, tmp_path):
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir)
+    ran = []
+    with lock.round_lock(spark, crawl_dir, "round"):
+        with pytest.raises(lock.LockedError) as refused:
+            with lock.round_lock(spark, crawl_dir, "round"):
+                ran.append(run_round(spark, conf, NOW, log=lambda _m: None))   # never reached
+        message = str(refused.value)
+        assert not ran
+        assert crawl_dir in message and "is locked by" in message and "--break-lock" in message
+        assert lock.holder(spark, crawl_dir) is not None       # the holder's lock survives
+    assert lock.holder(spark, crawl_dir) is None               # released at the end of the block
+
+
+@HOLDER_UNREADABLE
+def test_the_refusal_names_the_holder(spark, tmp_path):
+    crawl_dir = str(tmp_path / "crawl")
+    with lock.round_lock(spark, crawl_dir, "round"):
+        assert lock.holder(spark, crawl_dir)["command"] == "round"
+        with pytest.raises(lock.LockedError, match="locked by round"):
+            lock.acquire(spark, crawl_dir, "round")
+
+
+def test_cli_round_exits_3_when_locked_and_break_lock_proceeds(spark, tmp_path, capsys):
+    crawl_dir = str(tmp_path / "crawl")
+    lock.acquire(spark, crawl_dir, "crawl")      # a round that died without releasing its lock
+    args = ["round", "--crawl-dir", crawl_dir, "--now", NOW.isoformat(), "--quiet"]
+    assert cli.main(args) == 3
+    err = capsys.readouterr().err
+    assert "crawlkit: crawl directory" in err and "is locked by" in err and "--break-lock" in err
+    assert lock.holder(spark, crawl_dir) is not None           # refusing leaves the lock alone
+
+    assert cli.main(args + ["--break-lock"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["segment"] is None                  # empty crawldb: nothing due, but the round ran
+    assert lock.holder(spark, crawl_dir) is None    # and released the lock
