@@ -9,7 +9,7 @@ import pytest
 from crawlkit.conf import make_conf
 from crawlkit.stages.generate import generate
 
-from conftest import NOW
+from recrawlhelpers import NOW
 
 H = 3600
 HOT_FAST, HOT_NEVER, COLD_FAST, MEDIUM = (f"http://{n}.test/" for n in ("hotfast", "hotnever", "coldfast", "medium"))

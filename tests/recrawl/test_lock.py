@@ -9,7 +9,7 @@ from crawlkit import cli, lock
 from crawlkit.conf import make_conf
 from crawlkit.crawl import run_round
 
-from conftest import NOW
+from recrawlhelpers import NOW
 
 # crawlkit.lock.holder reads the lock file with spark.read.text, which ignores files whose
 # name starts with "." (Spark's hidden-file filter: "All paths were ignored"), so the holder

@@ -14,7 +14,7 @@ import pytest
 from crawlkit.conf import make_conf
 from crawlkit.stages.updatedb import updated_entries
 
-from conftest import NOW, crawldb_dicts, outcome_rows, to_crawldb
+from recrawlhelpers import NOW, crawldb_dicts, outcome_rows, to_crawldb
 
 NEVER, FAST = "http://never.test/", "http://fast.test/"
 LOW, HIGH, START = 600, 8 * 3600, 3600
