@@ -35,6 +35,7 @@ def crawlkit(*args, timeout=600, env=None):
                           capture_output=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_inject_reports_each_bad_line_by_number_and_injects_the_rest(tmp_path):
     lines, expected_bad = [], {}
     for i, url in enumerate(GOOD):
