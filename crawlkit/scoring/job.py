@@ -25,7 +25,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import storage
+from crawlkit import schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import VIRTUAL_URL, Scorer, ScoringContext, combine, get_scorer
 from crawlkit.scoring.opic import PROCESSED_FETCH_STATUSES, virtual_page_row
@@ -78,7 +78,7 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     crawldb = storage.read_table(spark, db_path, "crawldb")
     link_path = storage.linkdb_path(crawl_dir)
     links = (storage.read_table(spark, link_path, "links") if storage.is_delta(spark, link_path)
-             else spark.createDataFrame([], storage.schemas.struct("links")))
+             else schemas.empty(spark, "links"))
     processed = processed_pages(spark, crawl_dir, segment) if segment else None
     texts = crawled_texts(spark, crawl_dir, segment) if name == "similarity" else None
     ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
