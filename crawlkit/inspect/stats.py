@@ -1,7 +1,7 @@
 """``crawlkit stats``: what the crawldb holds, as one plain dict.
 
 Scores are power-law distributed (PageRank, OPIC, backlinks), so the histogram has
-logarithmic bins (``PER_DECADE`` per power of ten) and a separate bin for scores <= 0;
+logarithmic bins (``per_decade`` per power of ten) and a separate bin for scores <= 0;
 fetch intervals are grouped into the bands an operator thinks in (hours, days, months).
 "Due now" uses generate's own candidate filter, so it counts exactly the URLs the next
 generate at that time could pick (before its per-host caps and top-N).
@@ -22,7 +22,7 @@ from crawlkit.inspect.snapshot import Snapshot
 from crawlkit.stages.generate import due_candidates
 from crawlkit.status import Status
 
-PER_DECADE = 4
+PER_DECADE = 4  # histogram bins per power of ten (the report draws finer ones)
 QUANTILES = {"p10": 0.1, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9, "p99": 0.99}
 HOUR, DAY = 3600, 86400
 INTERVAL_BANDS = [(0, "[0, 1h)"), (HOUR, "[1h, 6h)"), (6 * HOUR, "[6h, 1d)"), (DAY, "[1d, 7d)"),
@@ -32,12 +32,13 @@ FETCHED = (Status.FETCHED.value, Status.NOT_MODIFIED.value)
 FAILED = (Status.GONE.value, Status.RETRY.value)
 
 
-def crawl_stats(snap: Snapshot, conf: Conf, now: datetime, top_hosts: int = 10) -> dict:
+def crawl_stats(snap: Snapshot, conf: Conf, now: datetime, top_hosts: int = 10,
+                per_decade: int = PER_DECADE) -> dict:
     """Totals, counts by status, top hosts, score quantiles and histogram (also by status),
     fetch-interval bands and the URLs due at ``now``."""
     db = snap.crawldb
     cells = [r.asDict() for r in
-             db.select("status", score_bin(F.col("score")).alias("bin"), interval_band().alias("band"))
+             db.select("status", score_bin(F.col("score"), per_decade).alias("bin"), interval_band().alias("band"))
              .groupBy("status", "bin", "band").count().collect()]
     by_status = _sum(cells, "status")
     due = _counts(due_candidates(db, conf, now), "status")
@@ -54,8 +55,10 @@ def crawl_stats(snap: Snapshot, conf: Conf, now: datetime, top_hosts: int = 10) 
         "top_hosts": hosts(db, top_hosts),
         "score": {"min": summary["min"], **dict(zip(QUANTILES, summary["q"] or [None] * len(QUANTILES))),
                   "max": summary["max"], "mean": summary["mean"], "sum": summary["sum"]},
-        "score_histogram": [{"bin": b, **bin_edges(b), "count": n} for b, n in _sum(cells, "bin", _bin_order).items()],
-        "score_histogram_by_status": [{"bin": b, **bin_edges(b), "status": s, "count": n} for (b, s), n in
+        "bins_per_decade": per_decade,
+        "score_histogram": [{"bin": b, **bin_edges(b, per_decade), "count": n}
+                            for b, n in _sum(cells, "bin", _bin_order).items()],
+        "score_histogram_by_status": [{"bin": b, **bin_edges(b, per_decade), "status": s, "count": n} for (b, s), n in
                                       _sum(cells, ("bin", "status"), lambda k: (_bin_order(k[0]), k[1])).items()],
         "fetch_interval": [{"band": INTERVAL_BANDS[b][1], "min_seconds": INTERVAL_BANDS[b][0], "count": n}
                            for b, n in _sum(cells, "band").items()],
@@ -93,17 +96,17 @@ def hosts(db: DataFrame, n: int) -> list[dict]:
     return [r.asDict() for r in rows]
 
 
-def score_bin(column: Column) -> Column:
-    """Log bin index of a score (the histograms' ``bin``): floor(log10(score) * PER_DECADE);
+def score_bin(column: Column, per_decade: int) -> Column:
+    """Log bin index of a score (the histograms' ``bin``): floor(log10(score) * per_decade);
     null for scores <= 0."""
-    return F.when(column > 0, F.floor(F.log10(column) * PER_DECADE))
+    return F.when(column > 0, F.floor(F.log10(column) * per_decade))
 
 
-def bin_edges(index: int | None) -> dict:
+def bin_edges(index: int | None, per_decade: int) -> dict:
     """``{"low", "high"}`` of a bin; the bin of scores <= 0 is ``low`` None, ``high`` 0.0."""
     if index is None:
         return {"low": None, "high": 0.0}
-    return {"low": 10 ** (index / PER_DECADE), "high": 10 ** ((index + 1) / PER_DECADE)}
+    return {"low": 10 ** (index / per_decade), "high": 10 ** ((index + 1) / per_decade)}
 
 
 def interval_band() -> Column:

@@ -37,7 +37,7 @@ def format_stats(s: dict) -> str:
               for h in s["top_hosts"]]
     q = s["score"]
     lines += ["", "score: " + "  ".join(f"{k} {_score(v)}" for k, v in q.items())]
-    lines += ["score histogram (log bins):"] + _bars([(bin_label(b), b["count"]) for b in s["score_histogram"]])
+    lines += [f"score histogram ({s['bins_per_decade']} bins per power of ten):"] + _bars([(bin_label(b), b["count"]) for b in s["score_histogram"]])
     lines += ["", "fetch interval:"] + _bars([(b["band"], b["count"]) for b in s["fetch_interval"]])
     return "\n".join(lines)
 

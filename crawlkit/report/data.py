@@ -23,6 +23,7 @@ from crawlkit.inspect.snapshot import snapshot
 from crawlkit.inspect.stats import bin_edges, crawl_stats, score_bin
 
 EVALUATION_COLUMNS = ["fraction_crawled", "metric", "ordering", "value"]
+PER_DECADE = 10  # finer histogram bins than the terminal's: a plot has room
 
 
 def collect(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
@@ -39,7 +40,7 @@ def collect(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     names = sorted(set(stage_stats) | set(by_status))
     return {
         "crawl_dir": crawl_dir, "now": now, **snap.versions(),
-        "stats": crawl_stats(snap, conf, now),
+        "stats": crawl_stats(snap, conf, now, per_decade=PER_DECADE),
         "rounds": [round_row(s, stage_stats.get(s, {}), by_status.get(s)) for s in names],
         "score_components": _score_components(snap.crawldb),
         "top": top(snap, top_n),
@@ -69,8 +70,9 @@ def round_row(segment: str, stats: dict[str, dict], fetch_by_status: dict[str, i
 def _score_components(db) -> list[dict]:
     """Histogram rows of each score component (the ``scores`` map), component by component."""
     parts = db.select(F.explode("scores").alias("component", "value"))
-    rows = parts.select("component", score_bin(F.col("value")).alias("bin")).groupBy("component", "bin").count()
-    return [{**bin_edges(r["bin"]), "bin": r["bin"], "component": r["component"], "count": r["count"]}
+    rows = (parts.select("component", score_bin(F.col("value"), PER_DECADE).alias("bin"))
+            .groupBy("component", "bin").count())
+    return [{**bin_edges(r["bin"], PER_DECADE), "bin": r["bin"], "component": r["component"], "count": r["count"]}
             for r in rows.orderBy("component", F.asc_nulls_first("bin")).collect()]
 
 

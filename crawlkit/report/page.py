@@ -118,10 +118,12 @@ def _scores_section(data: dict) -> list[str]:
     out = ["<h2>Scores</h2>",
            plots.score_histogram([{**r, "group": STATUS_GROUPS.get(r["status"], "other")}
                                   for r in data["stats"]["score_histogram_by_status"]],
-                                 "group", "Active score (what generate sorts by), by status", plots.GROUP_COLOURS),
+                                 "group", "Active score (what generate sorts by), by status",
+                                 data["stats"]["bins_per_decade"], plots.GROUP_COLOURS),
            _table(list(score), [list(score.values())], numeric=set(range(len(score))))]
-    if data["score_components"]:
-        out.append(plots.score_histogram(data["score_components"], "component", "Score components", stacked=False))
+    if len({c["component"] for c in data["score_components"]}) > 1:   # one alone is the active score again
+        out.append(plots.score_histogram(data["score_components"], "component", "Score components",
+                                         data["stats"]["bins_per_decade"], stacked=False))
     bands = data["stats"]["fetch_interval"]
     out += ["<h3>Fetch intervals</h3>", _table(["interval", "URLs"], [[b["band"], b["count"]] for b in bands],
                                                numeric={1})]

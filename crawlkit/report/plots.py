@@ -77,8 +77,8 @@ def stage_timeline(rounds: list[dict], stages: list[str]) -> str:
     return to_svg(figure)
 
 
-def score_histogram(rows: list[dict], key: str, title: str, colours: dict[str, str] | None = None,
-                    stacked: bool = True) -> str:
+def score_histogram(rows: list[dict], key: str, title: str, per_decade: int,
+                    colours: dict[str, str] | None = None, stacked: bool = True) -> str:
     """Log-binned score histogram; one series per value of ``key`` (stacked bars, or step lines
     when the series are different scorers on different scales)."""
     series: dict[str, dict[int, int]] = defaultdict(dict)
@@ -90,7 +90,7 @@ def score_histogram(rows: list[dict], key: str, title: str, colours: dict[str, s
             series[r[key]][r["bin"]] = series[r[key]].get(r["bin"], 0) + r["count"]
     used = [b for counts in series.values() for b in counts]
     bins = list(range(min(used), max(used) + 1)) if used else []
-    edges = [bin_edges(b)["low"] for b in bins] + [bin_edges(bins[-1])["high"]] if bins else []
+    edges = [bin_edges(b, per_decade)["low"] for b in bins] + [bin_edges(bins[-1], per_decade)["high"]] if bins else []
     figure, ax = _figure()
     bottom = [0] * len(bins)
     for name, counts in sorted(series.items()):

@@ -35,9 +35,10 @@ def test_hosts_with_errors_components_and_evaluation(data):
     assert data["host_errors"] == [
         {"host": "b.test", "fetches": 3, "errors": 3, "mean_ms": 300.0,
          "by_status": {"not_found": 1, "retry": 2}, "top_error": "HTTP 500"}]   # a tie: alphabetical
+    # ten bins per decade in the report: bin = floor(10 log10(score))
     assert [(c["component"], c["bin"], c["count"]) for c in data["score_components"]] == [
-        ("backlinks", 0, 2), ("backlinks", 1, 1),              # 1.0 twice, 3.0 once
-        ("pagerank", -4, 1), ("pagerank", -3, 1), ("pagerank", -2, 1)]
+        ("backlinks", 0, 2), ("backlinks", 4, 1),              # 1.0 twice, 3.0 once
+        ("pagerank", -10, 1), ("pagerank", -7, 1), ("pagerank", -4, 1)]   # 0.1, 0.2, 0.4
     assert len(data["evaluation"]) == 9
     assert data["evaluation"][0] == {"fraction_crawled": 0.25, "metric": "P_ST", "ordering": "pagerank",
                                      "value": 0.5, "hot_definition": "top 10%", "file": "pagerank.csv"}

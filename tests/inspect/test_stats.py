@@ -25,7 +25,7 @@ def test_snapshot_refuses_a_version_that_does_not_exist(spark, small_crawl, tmp_
 
 
 def _bin(index, count, **extra):
-    return {"bin": index, **bin_edges(index), **extra, "count": count}
+    return {"bin": index, **bin_edges(index, 4), **extra, "count": count}
 
 
 def test_stats_of_the_latest_version(spark, small_crawl, latest_stats):
@@ -40,6 +40,7 @@ def test_stats_of_the_latest_version(spark, small_crawl, latest_stats):
         "score": {"min": 0.0, "p10": 0.0, "p25": 0.05, "p50": 0.1, "p75": 0.25, "p90": 0.4, "p99": 0.4,
                   "max": 0.4, "mean": pytest.approx(1.0 / 6), "sum": pytest.approx(1.0)},
         # four bins per decade: 0.05 in [10^-1.5, 10^-1.25), 0.1 in [10^-1, 10^-0.75), ...
+        "bins_per_decade": 4,
         "score_histogram": [_bin(None, 1), _bin(-6, 1), _bin(-4, 1), _bin(-3, 2), _bin(-2, 1)],
         "score_histogram_by_status": [
             _bin(None, 1, status="retry"), _bin(-6, 1, status="unfetched"), _bin(-4, 1, status="gone"),
