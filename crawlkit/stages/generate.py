@@ -47,12 +47,8 @@ def cap_per_group(df: DataFrame, column: str, cap: int) -> DataFrame:
 
 
 def order_key(conf: Conf) -> list:
-    """Sort order of the fetch list: the ordering score, then the URL for determinism.
-    A focused crawl (generate.policy = hot_queue) puts its hot queue first."""
-    keys = [F.col("score").desc(), F.col("url")]
-    if conf["generate.policy"] == "hot_queue":
-        keys.insert(0, F.col("hot_queue").desc())
-    return keys
+    """Sort order of the fetch list: the ordering score, then the URL for determinism."""
+    return [F.col("score").desc(), F.col("url")]
 
 
 def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> DataFrame:
@@ -60,10 +56,10 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
     if conf["schedule.kind"] == "change_rate":  # refetches spend schedule.budget (stages/refetch.py)
         from crawlkit.stages.refetch import generate_change_rate
         return generate_change_rate(crawldb, conf, now, segment)
+    if conf["generate.policy"] != "score":
+        raise ValueError(f"generate.policy = {conf['generate.policy']!r}: only 'score' is available; "
+                         "the hot-queue policy comes with focused crawling")
     candidates = due_candidates(crawldb, conf, now)
-    if conf["generate.policy"] == "hot_queue":
-        from crawlkit.scoring.focused import with_hot_queue  # focused crawling adds the queue flag
-        candidates = with_hot_queue(candidates, conf)
     candidates = cap_per_group(candidates, "host", conf["generate.max_per_host"])
     candidates = cap_per_group(candidates, "domain", conf["generate.max_per_domain"])
     ordered = candidates.orderBy(*order_key(conf))

@@ -123,7 +123,7 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
         outlinks = outlinks.filter(~F.col("nofollow"))
     links = outlinks
     if conf["db.redirect_as_link"]:
-        redirects = content.filter(F.col("redirect_url").isNotNull()).select(
+        redirects = accepted_urls(content.filter(F.col("redirect_url").isNotNull()), "redirect_url", conf).select(
             F.col("url").alias("src"), F.col("redirect_url").alias("dst"), F.lit(-1).alias("pos"),
             F.lit(None).cast("string").alias("anchor"),
             F.create_map(F.lit("kind"), F.lit("redirect")).alias("meta"),
@@ -135,6 +135,21 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
         "src", "dst", host_expr("src").alias("src_host"), host_expr("dst").alias("dst_host"),
         "anchor", "meta", "nofollow",
         F.lit(now).alias("first_seen"), F.lit(now).alias("last_seen")), "links")
+
+
+def accepted_urls(df: DataFrame, column: str, conf: Conf) -> DataFrame:
+    """Rows whose URL in ``column`` passes the [urls] filter: redirect targets get the same
+    spider-trap guards as outlinks (parse filters those)."""
+    urls_conf = conf.section("urls")
+
+    def keep(batches):
+        import pyarrow as pa
+        from crawlkit.urls import UrlFilter
+        url_filter = UrlFilter(urls_conf)
+        for batch in batches:
+            urls = batch.column(batch.schema.get_field_index(column)).to_pylist()
+            yield batch.filter(pa.array([u is not None and url_filter.check(u) is None for u in urls]))
+    return df.mapInArrow(keep, df.schema)
 
 
 def host_expr(column: str) -> Column:
