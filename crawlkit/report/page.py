@@ -114,6 +114,8 @@ def _rounds_section(rounds: list[dict]) -> list[str]:
 
 
 def _scores_section(data: dict) -> list[str]:
+    if not data["stats"]["totals"]["urls"]:
+        return ["<h2>Scores</h2>", "<p>No pages yet.</p>"]
     score = data["stats"]["score"]
     out = ["<h2>Scores</h2>",
            plots.score_histogram([{**r, "group": STATUS_GROUPS.get(r["status"], "other")}
