@@ -35,7 +35,6 @@ STAGES = {
     "evaluate": "evaluate a finished crawl's ordering against a full web graph",
 }
 NOT_YET = {
-    "export": "Export scores as search-index boosts",
 }
 
 
@@ -103,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--until", type=parse_time, help="with --every: stop at this time (ISO 8601, UTC)")
         if name == "round":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
+        if name == "export":
+            p.add_argument("--format", help="parquet, jsonl, solr or elasticsearch (sets export.format)")
+            p.add_argument("--out", help="output directory (default: <crawl dir>/exports/<format>-v<version>)")
+            p.add_argument("--since-version", type=int, metavar="V",
+                           help="only pages whose boost or content changed since crawldb version V, plus deletions")
         if name == "evaluate":
             from crawlkit.evaluate.cli import add_arguments
             add_arguments(p)
@@ -203,6 +207,16 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
             clock = (lambda: args.now) if args.now else utc_now
             reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], clock, say)
         return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters} for r in reports]}
+    if cmd == "export":
+        from crawlkit.export import run_export
+        if args.format:
+            conf = conf.with_overrides({"export.format": args.format}, origin="--format")
+        try:
+            return run_export(spark, conf, args.out, args.since_version)
+        except ConfError:
+            raise
+        except ValueError as exc:
+            raise SystemExit(f"crawlkit export: {exc}") from None
     if cmd in INSPECTION:
         from crawlkit.inspect.command import run_inspection
         return run_inspection(spark, conf, args, now, (lambda _text: None) if args.quiet else print)
