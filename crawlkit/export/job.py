@@ -5,7 +5,7 @@ An export directory holds::
     records/        export.partitions files in export.format (formats.py)
     deletes/        incremental exports only: documents to delete, same format
     schema/         solr: solr-schema.xml, solr-schema-api.json; elasticsearch: index-template.json
-    _export.json    the counters below, written last: its presence marks a complete export
+    _export.json    the counters run_export returns, written last: it marks a complete export
 
 The crawldb is read at one pinned Delta version (the newest at start, ``crawl_version`` in
 every record), so a concurrent updatedb cannot mix two versions into one export.
