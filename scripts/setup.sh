@@ -42,6 +42,19 @@ else
   say "Spark jars up to date ($(ls .jars/*.jar | wc -l) jars in .jars/)"
 fi
 
+# 2b. Test-only jars: Lucene + Jackson for the export's end-to-end test (tests/export), in
+# .jars/lucene/, not on Spark's classpath. After step 2, which replaces .jars/.
+lucene_stamp=.jars/lucene/.resolved
+if [ ! -f "$lucene_stamp" ] || ! cmp -s tests/export/lucene/pom.xml "$lucene_stamp"; then
+  say "resolving the Lucene test jars with Maven"
+  rm -rf .jars/lucene && mkdir -p .jars/lucene
+  mvn -B -q -f tests/export/lucene/pom.xml dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$ROOT/.jars/lucene"
+  cp tests/export/lucene/pom.xml "$lucene_stamp"
+else
+  say "Lucene test jars up to date"
+fi
+
 # 3. Chromium for the HTML report test (Debian package), only when asked or in CI.
 if [ "${CRAWLKIT_SETUP_BROWSER:-${CI:-false}}" = "true" ] && ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
