@@ -151,9 +151,18 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
 
 
 def read_text(spark: SparkSession, path: str) -> str | None:
-    if not path_exists(spark, path):
+    """A small text file through Hadoop's FileSystem (a Spark read would skip hidden files
+    such as the round lock)."""
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(hpath):
         return None
-    return "\n".join(r.value for r in spark.read.text(path, wholetext=True).collect())
+    stream = fs.open(hpath)
+    try:
+        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
 
 
 def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, counters: dict) -> None:

@@ -11,13 +11,6 @@ from crawlkit.crawl import run_round
 
 from recrawlhelpers import NOW
 
-# crawlkit.lock.holder reads the lock file with spark.read.text, which ignores files whose
-# name starts with "." (Spark's hidden-file filter: "All paths were ignored"), so the holder
-# comes back as {"raw": ""} and the refusal says "locked by ? (host ?, pid ?, since ?)".
-HOLDER_UNREADABLE = pytest.mark.xfail(
-    strict=True, reason="crawlkit.lock.holder: spark.read.text skips the hidden .crawlkit.lock file")
-
-
 def test_a_second_round_is_refused_while_one_holds_the_lock(spark, tmp_path):
     crawl_dir = str(tmp_path / "crawl")
     conf = make_conf(crawl__dir=crawl_dir)
@@ -33,7 +26,6 @@ def test_a_second_round_is_refused_while_one_holds_the_lock(spark, tmp_path):
     assert lock.holder(spark, crawl_dir) is None               # released at the end of the block
 
 
-@HOLDER_UNREADABLE
 def test_the_refusal_names_the_holder(spark, tmp_path):
     crawl_dir = str(tmp_path / "crawl")
     with lock.round_lock(spark, crawl_dir, "round"):
