@@ -53,7 +53,7 @@ MATRIX = [
     ("redirect/1?relative=1", "redirect_perm", "redirect_perm", 0, "normal"),
     ("redirect/1?status=302", "redirect_temp", "redirect_temp", 0, "normal"),
     ("loop/2", "redirect_temp", "redirect_temp", 0, "normal"),
-    ("delay/1", "retry", "retry", 1, "retry"),    # silent for fetcher.read_timeout (1 s): cut
+    ("delay/2", "retry", "retry", 1, "retry"),    # silent for twice fetcher.read_timeout (1 s): cut
 
     ("drip?every=0.2", "retry", "retry", 1, "retry"),
     ("timeout/10", "retry", "retry", 1, "retry"),
