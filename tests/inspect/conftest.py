@@ -3,7 +3,7 @@ import pytest
 
 from crawlkit.conf import make_conf
 
-from smallcrawl import NOW, build_crawl
+from smallcrawl import build_crawl
 
 
 @pytest.fixture(scope="session")
@@ -18,10 +18,3 @@ def small_crawl(spark, tmp_path_factory):
 def conf(small_crawl):
     return make_conf(crawl__dir=small_crawl, spark__master="local[2]", spark__shuffle_partitions=2)
 
-
-@pytest.fixture(scope="session")
-def latest_stats(spark, small_crawl):
-    """crawl_stats of the latest version at NOW (computed once: test_stats checks it whole,
-    test_cli compares the CLI's JSON with it)."""
-    from crawlkit.inspect import crawl_stats, snapshot
-    return crawl_stats(snapshot(spark, small_crawl), make_conf(crawl__dir=small_crawl), NOW)
