@@ -130,9 +130,16 @@ class FetchProgress:
     def __init__(self, spark: SparkSession, label: str, total: int, every: float = LOG_EVERY):
         self.label, self.total, self.every = label, total, every
         self.tracker = spark.sparkContext.statusTracker()
-        host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+        # Executors send to the address they know the driver by; the driver listens where it
+        # binds (they differ behind NAT or in Kubernetes).
+        spark_conf = spark.sparkContext.getConf()
+        host = spark_conf.get("spark.driver.host", "127.0.0.1")
         self.sock = socket.socket(_family(host), socket.SOCK_DGRAM)
-        self.sock.bind((host, 0))
+        try:
+            self.sock.bind((spark_conf.get("spark.driver.bindAddress", host), 0))
+        except OSError:
+            self.sock.close()
+            raise
         self.sink = ProgressSink(host, self.sock.getsockname()[1], secrets.token_hex(8))
         self.snapshot = Snapshot()
         self._stop = threading.Event()
@@ -199,4 +206,8 @@ def fetch_progress(spark: SparkSession, label: str, fetchlist: DataFrame):
     no-op giving None when the progress logger is off: quiet runs open no socket, count nothing."""
     if not log.isEnabledFor(logging.INFO):
         return nullcontext(None)
-    return FetchProgress(spark, label, fetchlist.count(), LOG_EVERY)
+    try:
+        return FetchProgress(spark, label, fetchlist.count(), LOG_EVERY)
+    except OSError as exc:  # no address to listen on: fetch without the line
+        log.info("%s: no progress line (%s)", label, exc)
+        return nullcontext(None)

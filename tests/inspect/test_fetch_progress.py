@@ -1,5 +1,6 @@
 """Fetch progress: the line, the driver's bookkeeping, and the channel from Spark tasks."""
 import logging
+import socket
 import time
 from datetime import datetime
 
@@ -77,6 +78,17 @@ def test_no_channel_when_progress_is_not_logged(spark, caplog):
     caplog.set_level(logging.WARNING, logger="crawlkit.progress")
     with fetch_progress(spark, "fetch", spark.range(3)) as sink:
         assert sink is None
+
+
+def test_no_channel_when_the_driver_has_no_address_to_listen_on(spark, caplog, monkeypatch):
+    def unresolvable(host):
+        raise socket.gaierror(f"cannot resolve {host}")
+    monkeypatch.setattr("crawlkit.progress._family", unresolvable)
+    caplog.set_level(logging.INFO, logger="crawlkit.progress")
+    with fetch_progress(spark, "fetch", spark.range(3)) as sink:
+        assert sink is None
+    host = spark.sparkContext.getConf().get("spark.driver.host")
+    assert [r.getMessage() for r in caplog.records] == [f"fetch: no progress line (cannot resolve {host})"]
 
 
 def test_the_fetch_stage_logs_progress_while_it_fetches(spark, tmp_path, caplog, monkeypatch, replay_factory):
