@@ -32,8 +32,8 @@ details { margin: 0.3em 0; } pre { background: #f5f7fa; padding: 0.6em; overflow
 
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset(), url_column: int | None = None) -> str:
     def cell(i: int, value) -> str:
-        cls = "n" if i in numeric else "url" if i == url_column else ""
-        return f'<td class="{cls}">{escape(_fmt(value))}</td>' if cls else f"<td>{escape(_fmt(value))}</td>"
+        cls = ' class="n"' if i in numeric else ' class="url"' if i == url_column else ""
+        return f"<td{cls}>{escape(_fmt(value))}</td>"
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(cell(i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -7,6 +7,7 @@ the same crawl is the same file.
 from __future__ import annotations
 
 import io
+import math
 from collections import defaultdict
 
 import matplotlib
@@ -26,6 +27,7 @@ STATUS_COLOURS = {
     FetchStatus.SKIPPED.value: "#9e9e9e", FetchStatus.BLOCKED.value: "#212121",
 }
 GROUP_COLOURS = {"fetched": "#2e7d32", "unfetched": "#90a4ae", "other": "#e53935"}
+MAX_LABELS = 20  # segment names under a timeline
 BASELINE_STYLES = {"ideal": dict(color="black", linestyle="--"), "random": dict(color="grey", linestyle=":")}
 
 
@@ -48,8 +50,9 @@ def _stacked(ax, labels: list[str], series: dict[str, list[float]], colours: dic
         ax.bar(range(len(labels)), values, bottom=bottom, label=name, color=colours.get(name))
         bottom = [b + v for b, v in zip(bottom, values)]
     crowded = len(labels) > 6
-    ax.set_xticks(range(len(labels)), labels, rotation=30 if crowded else 0, ha="right" if crowded else "center",
-                  fontsize="small")
+    step = math.ceil(len(labels) / MAX_LABELS) or 1   # hundreds of rounds: label every step-th
+    ax.set_xticks(range(0, len(labels), step), labels[::step], rotation=30 if crowded else 0,
+                  ha="right" if crowded else "center", fontsize="small")
     ax.legend(fontsize="small", ncols=min(4, len(series)) or 1)
 
 
