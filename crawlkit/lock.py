@@ -25,12 +25,6 @@ class LockedError(RuntimeError):
     """The crawl directory is locked by another round."""
 
 
-def _fs(spark: SparkSession, path: str):
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
-
-
 def lock_path(crawl_dir: str) -> str:
     return storage.join(crawl_dir, LOCK_FILE)
 
@@ -46,7 +40,7 @@ def holder(spark: SparkSession, crawl_dir: str) -> dict | None:
 
 
 def acquire(spark: SparkSession, crawl_dir: str, command: str) -> None:
-    fs, path = _fs(spark, lock_path(crawl_dir))
+    fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
     fs.mkdirs(path.getParent())
     if not fs.createNewFile(path):
         owner = holder(spark, crawl_dir) or {}
@@ -60,7 +54,7 @@ def acquire(spark: SparkSession, crawl_dir: str, command: str) -> None:
 
 
 def release(spark: SparkSession, crawl_dir: str) -> None:
-    fs, path = _fs(spark, lock_path(crawl_dir))
+    fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
     fs.delete(path, False)
 
 

@@ -51,12 +51,17 @@ def segment_path(crawl_dir: str, segment: str, part: str | None = None) -> str:
     return join(crawl_dir, "segments", segment, *( [part] if part else []))
 
 
+def hadoop_fs(spark: SparkSession, path: str):
+    """Hadoop's FileSystem for ``path`` and the path as a Hadoop Path (any URI scheme)."""
+    hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
+
+
 def qualified(spark: SparkSession, path: str) -> str:
     """Hadoop's spelling of a path (``file:///x`` -> ``file:/x``): Delta compares locations
     as strings when it creates a table."""
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).makeQualified(hpath).toString()
+    fs, hpath = hadoop_fs(spark, path)
+    return fs.makeQualified(hpath).toString()
 
 
 def is_delta(spark: SparkSession, path: str) -> bool:
@@ -123,16 +128,12 @@ def segment_part_exists(spark: SparkSession, crawl_dir: str, segment: str, part:
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs, hpath = hadoop_fs(spark, path)
     return fs.exists(hpath)
 
 
 def list_segments(spark: SparkSession, crawl_dir: str) -> list[str]:
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(join(crawl_dir, "segments"))
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs, hpath = hadoop_fs(spark, join(crawl_dir, "segments"))
     if not fs.exists(hpath):
         return []
     return sorted(s.getPath().getName() for s in fs.listStatus(hpath) if s.isDirectory())
@@ -140,9 +141,7 @@ def list_segments(spark: SparkSession, crawl_dir: str) -> list[str]:
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
     """Write a small text file through Hadoop's FileSystem (works for any URI scheme)."""
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs, hpath = hadoop_fs(spark, path)
     out = fs.create(hpath, True)
     try:
         out.write(bytearray(text.encode("utf-8")))
@@ -153,14 +152,12 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
 def read_text(spark: SparkSession, path: str) -> str | None:
     """A small text file through Hadoop's FileSystem (a Spark read would skip hidden files
     such as the round lock)."""
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs, hpath = hadoop_fs(spark, path)
     if not fs.exists(hpath):
         return None
     stream = fs.open(hpath)
     try:
-        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        return spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
     finally:
         stream.close()
 
