@@ -61,7 +61,9 @@ class ScoringContext:
     link-analysis scorers pass it through :func:`crawlkit.scoring.links.prepare_links` so every
     one of them drops the same noise. ``processed`` (column ``url``) is the set of pages the
     segment fetched successfully, the pages whose cash OPIC distributes; ``texts`` (``url``,
-    ``title``, ``text``) is the parse output the similarity metric reads.
+    ``title``, ``text``) is the parse output the similarity metric reads. ``focus`` is the
+    focused crawl's page state (:mod:`crawlkit.scoring.focus.state`), set when
+    ``focus.words`` is.
     """
 
     spark: SparkSession
@@ -72,6 +74,7 @@ class ScoringContext:
     processed: DataFrame | None = None
     texts: DataFrame | None = None
     segment: str | None = None
+    focus: DataFrame | None = None   # url, hot, hot_distance, hot_link (focused crawl only)
 
     @property
     def pages(self) -> DataFrame:
@@ -128,7 +131,9 @@ class BaseScorer:
 
 _REGISTRY: dict[str, Callable[[], Scorer]] = {}
 _BUILTIN_MODULES = ("pagerank", "opic", "hits", "backlinks", "forward", "location",
-                    "similarity", "depth", "random_baseline")
+                    "similarity", "depth", "random_baseline",
+                    "focus.uh", "focus.teh", "focus.tih", "focus.amh", "focus.rw", "focus.rwb",
+                    "focus.learned")
 
 
 def register(factory: Callable[[], Scorer]) -> Callable[[], Scorer]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from datetime import datetime
 
 from delta.tables import DeltaTable
@@ -28,6 +29,8 @@ from pyspark.sql import functions as F
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import VIRTUAL_URL, Scorer, ScoringContext, combine, get_scorer
+from crawlkit.scoring.focus.query import load_query
+from crawlkit.scoring.focus.state import HOT_LINK, focus_state
 from crawlkit.scoring.opic import PROCESSED_FETCH_STATUSES, virtual_page_row
 
 log = logging.getLogger(__name__)
@@ -80,12 +83,16 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     links = (storage.read_table(spark, link_path, "links") if storage.is_delta(spark, link_path)
              else schemas.empty(spark, "links"))
     processed = processed_pages(spark, crawl_dir, segment) if segment else None
-    texts = crawled_texts(spark, crawl_dir, segment) if name == "similarity" else None
+    query = load_query(conf)
+    needs_texts = name == "similarity" or query.enabled or getattr(impl, "needs_texts", False)
+    texts = crawled_texts(spark, crawl_dir, segment) if needs_texts else None
     ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
                          texts=texts, segment=segment)
+    if query.enabled:  # focused crawl: hot pages and hot_distance, in the same commit
+        ctx = replace(ctx, focus=focus_state(ctx, query))
     result = impl.score(ctx)
 
-    counters["pages"] = merge_scores(spark, db_path, crawldb, result, impl, conf, tag)
+    counters["pages"] = merge_scores(spark, db_path, crawldb, result, impl, conf, tag, ctx.focus)
     last = getattr(impl, "last_result", None)
     if last is not None:
         counters.update(engine=last.engine, iterations=last.iterations, delta=last.delta)
@@ -96,14 +103,23 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
 
 
 def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame, result: DataFrame,
-                 impl: Scorer, conf: Conf, tag: str) -> int:
-    """One MERGE: scores[name], score (combined) and the scorer's state columns."""
+                 impl: Scorer, conf: Conf, tag: str, focus: DataFrame | None = None) -> int:
+    """One MERGE: scores[name], score (combined) and the scorer's state columns; with
+    ``focus`` (a focused crawl) also hot_distance and scores['hot_link'] of every page."""
     name = impl.name
     state = list(impl.state_columns)
-    res = result.select("url", F.col("score").alias("_new"), *[F.col(c).alias(f"_{c}") for c in state])
+    res = result.select("url", F.col("score").alias("_new"), *[F.col(c).alias(f"_{c}") for c in state],
+                        F.lit(True).alias("_scored"))
     old = F.coalesce(F.col("scores"), F.create_map().cast("map<string,double>"))
     new_map = F.map_concat(F.map_filter(old, lambda k, v: k != F.lit(name)),
                            F.create_map(F.lit(name), F.col("_new").cast("double")))
+    if focus is not None:
+        res = res.join(focus.select("url", F.col("hot_distance").alias("_hot_distance"),
+                                    F.col(HOT_LINK).alias("_hot_link")), on="url", how="full")
+        new_map = F.when(F.col("_scored"), new_map).otherwise(old)
+        new_map = F.when(F.col("_hot_link").isNull(), new_map).otherwise(F.map_concat(
+            F.map_filter(new_map, lambda k, v: k != F.lit(HOT_LINK)),
+            F.create_map(F.lit(HOT_LINK), F.col("_hot_link").cast("double"))))
     source = crawldb.join(res, on="url", how="inner")
     if state and "opic_cash" in state:
         # OPIC's virtual page may be new (crawl started under another scorer): insert it.
@@ -116,9 +132,14 @@ def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame, result: 
         combine(F.col("scores"), conf))
     source = source.withColumn("score", score)
     for c in state:
-        source = source.withColumn(c, F.col(f"_{c}"))
-    source = source.drop("_new", *[f"_{c}" for c in state]).localCheckpoint(eager=True)
+        source = source.withColumn(c, F.when(F.col("_scored"), F.col(f"_{c}")).otherwise(F.col(c)))
     updated = ["scores", "score", *state]
+    if focus is not None:
+        source = source.withColumn("hot_distance", F.when(F.col("_hot_link").isNull(), F.col("hot_distance"))
+                                   .otherwise(F.col("_hot_distance")))
+        source = source.drop("_hot_distance", "_hot_link")
+        updated.append("hot_distance")
+    source = source.drop("_new", "_scored", *[f"_{c}" for c in state]).localCheckpoint(eager=True)
     with storage.commit_tag(spark, tag):
         (DeltaTable.forPath(spark, db_path).alias("t")
          .merge(source.alias("s"), "t.url = s.url")

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
+from crawlkit.stages.hot_queue import QUEUE, with_queue
 from crawlkit.status import Status
 
 NEVER_GENERATED = (Status.DUPLICATE.value, Status.EVICTED.value)
@@ -38,16 +39,20 @@ def due_candidates(crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
         & (F.col("generated_segment").isNull() | lock_expired))
 
 
-def cap_per_group(df: DataFrame, column: str, cap: int) -> DataFrame:
-    """Keep the ``cap`` best-scored rows of each value of ``column`` (0 = no cap)."""
+def cap_per_group(df: DataFrame, column: str, cap: int, order: list | None = None) -> DataFrame:
+    """Keep the ``cap`` best rows of each value of ``column`` (0 = no cap), best by ``order``
+    (default: score, then URL)."""
     if cap <= 0:
         return df
-    rank = Window.partitionBy(column).orderBy(F.col("score").desc(), F.col("url"))
+    rank = Window.partitionBy(column).orderBy(*(order or [F.col("score").desc(), F.col("url")]))
     return df.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") <= cap).drop("_rank")
 
 
 def order_key(conf: Conf) -> list:
-    """Sort order of the fetch list: the ordering score, then the URL for determinism."""
+    """Sort order of the fetch list: the ordering score, then the URL for determinism
+    (hot_queue: the hot queue first, see crawlkit/stages/hot_queue.py)."""
+    if conf["generate.policy"] == "hot_queue":
+        return [F.col(QUEUE), F.col("score").desc(), F.col("url")]
     return [F.col("score").desc(), F.col("url")]
 
 
@@ -56,12 +61,13 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
     if conf["schedule.kind"] == "change_rate":  # refetches spend schedule.budget (stages/refetch.py)
         from crawlkit.stages.refetch import generate_change_rate
         return generate_change_rate(crawldb, conf, now, segment)
-    if conf["generate.policy"] != "score":
-        raise ValueError(f"generate.policy = {conf['generate.policy']!r}: only 'score' is available; "
-                         "the hot-queue policy comes with focused crawling")
+    if conf["generate.policy"] not in ("score", "hot_queue"):
+        raise ValueError(f"generate.policy = {conf['generate.policy']!r}: expected score or hot_queue")
     candidates = due_candidates(crawldb, conf, now)
-    candidates = cap_per_group(candidates, "host", conf["generate.max_per_host"])
-    candidates = cap_per_group(candidates, "domain", conf["generate.max_per_domain"])
+    if conf["generate.policy"] == "hot_queue":
+        candidates = with_queue(candidates, conf)
+    candidates = cap_per_group(candidates, "host", conf["generate.max_per_host"], order_key(conf))
+    candidates = cap_per_group(candidates, "domain", conf["generate.max_per_domain"], order_key(conf))
     ordered = candidates.orderBy(*order_key(conf))
     top_n = conf["crawl.topN"]
     if top_n > 0:
