@@ -17,6 +17,7 @@ import json
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from itertools import count
 from pathlib import Path
@@ -42,13 +43,17 @@ CRAWLERS = {  # name -> conf overrides, in the order they run
 }
 
 
+def crawl_folder(work: Path, name: str) -> Path:
+    return work / name.replace(" ", "_").replace("(", "").replace(")", "")
+
+
 def crawl(spark, name: str, overrides: dict, work: Path, proxy: str, top_n: int, pages: int) -> tuple[Path, float]:
     from crawlkit.conf import load_conf
     from crawlkit.crawl import run_crawl
 
-    crawl_dir = work / name.replace(" ", "_").replace("(", "").replace(")", "")
+    crawl_dir = crawl_folder(work, name)
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    (work / "seeds.txt").write_text("\n".join(SEEDS) + "\n")
+    (crawl_dir.parent / f"{crawl_dir.name}.seeds").write_text("\n".join(SEEDS) + "\n")
     conf = load_conf(overrides={
         "crawl.dir": str(crawl_dir), "crawl.topN": top_n, "crawl.max_pages": pages,
         "fetcher.proxy": proxy, "fetcher.server_delay": 0.0, "fetcher.threads_per_host": 8,
@@ -56,7 +61,7 @@ def crawl(spark, name: str, overrides: dict, work: Path, proxy: str, top_n: int,
     ticks = count()
     clock = lambda: datetime(2026, 1, 1) + timedelta(hours=next(ticks))  # noqa: E731
     started = time.perf_counter()
-    run_crawl(spark, conf, str(work / "seeds.txt"), pages // top_n + 20, clock,
+    run_crawl(spark, conf, str(crawl_dir.parent / f"{crawl_dir.name}.seeds"), pages // top_n + 20, clock,
               log=lambda m: print(f"[{name}] {m}", file=sys.stderr, flush=True))
     return crawl_dir, time.perf_counter() - started
 
@@ -124,6 +129,10 @@ def main() -> int:
     parser.add_argument("--out", default="docs/img/focused_webkb.png")
     parser.add_argument("--only", action="append", help="crawler names to run (default: all)")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--measure-only", action="store_true",
+                        help="no crawling: measure the crawl folders in --work as they are (a stopped run)")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="crawls run at once in the one Spark session (threads; commit tags may mix)")
     args = parser.parse_args()
 
     from crawlkit.conf import load_conf
@@ -136,15 +145,26 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     names = args.only or list(CRAWLERS)
     todo = [n for n in names if not (work / f"{n}.json").exists()]
+    if args.measure_only:
+        for name in todo:
+            if crawl_folder(work, name).exists():
+                result = {**measure(crawl_folder(work, name)), "seconds": float("nan"), "conf": CRAWLERS[name]}
+                (work / f"{name}.json").write_text(json.dumps(result))
+        todo = []
     if todo:
         with ReplayServer([str(DATA / "pages.warc.gz")], workdir=work / "replay") as web:
             spark = get_spark(load_conf(overrides={"crawl.dir": str(work / "unused")}))
-            for name in todo:
+
+            def one(name: str) -> None:
                 crawl_dir, seconds = crawl(spark, name, CRAWLERS[name], work, web.proxy_url,
                                            args.topN, args.pages)
                 result = {**measure(crawl_dir), "seconds": seconds, "conf": CRAWLERS[name]}
                 (work / f"{name}.json").write_text(json.dumps(result))
                 print(f"[{name}] done in {seconds:.0f} s", file=sys.stderr, flush=True)
+
+            with ThreadPoolExecutor(args.parallel) as pool:
+                for future in [pool.submit(one, name) for name in todo]:
+                    future.result()
     results = {n: json.loads((work / f"{n}.json").read_text()) for n in CRAWLERS
                if (work / f"{n}.json").exists()}
     print(f"Rounds of {args.topN} pages; {next(iter(results.values()))['course_pages']} course pages "
