@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 
 from crawlkit.conf import ConfError, load_conf, parse_assignments
 from crawlkit.lock import LockedError
+from crawlkit.resume import SegmentStateError
 
 STAGES = {
     "inject": "add seed URLs to the crawldb",
@@ -102,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--until", type=parse_time, help="with --every: stop at this time (ISO 8601, UTC)")
         if name == "round":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
+        if name in ("round", "crawl"):
+            p.add_argument("--abandon-segment", metavar="SEGMENT",
+                           help="do not continue this unfinished segment: release its URLs to "
+                                "the next generate (its files are kept), then run as usual")
         if name == "export":
             p.add_argument("--format", help="parquet, jsonl, solr or elasticsearch (sets export.format)")
             p.add_argument("--out", help="output directory (default: <crawl dir>/exports/<format>-v<version>)")
@@ -169,6 +174,16 @@ def run(args) -> dict:
     return _dispatch(cmd, args, spark, conf, now, say)
 
 
+def _abandon(args, spark, conf, now, say) -> dict:
+    """--abandon-segment: release the segment's locks before the round looks for one to resume."""
+    if not args.abandon_segment:
+        return {}
+    from crawlkit.resume import abandon_segment
+    counters = abandon_segment(spark, conf, args.abandon_segment, now)
+    say(f"abandoned segment {counters['segment']}: {counters['released']} URLs released")
+    return {"abandoned": counters}
+
+
 def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     if cmd == "inject":
         from crawlkit.stages.inject import run_inject
@@ -195,10 +210,13 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         return run_scoring(spark, conf["crawl.dir"], conf, now, args.segment)
     if cmd == "round":
         from crawlkit.crawl import run_round
+        abandoned = _abandon(args, spark, conf, now, say)
         report = run_round(spark, conf, now, say)
-        return {"segment": report.segment, "seconds": report.seconds, "counters": report.counters}
+        return {"segment": report.segment, "seconds": report.seconds, "counters": report.counters,
+                "resumed_from": report.resumed_from, **abandoned}
     if cmd == "crawl":
         from crawlkit.crawl import run_crawl, run_every
+        _abandon(args, spark, conf, now, say)
         if args.every:
             reports = run_every(spark, conf, args.seeds, args.every, args.until, args.rounds,
                                 utc_now, time.sleep, say)
@@ -206,7 +224,8 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
             # --now pins every round to that logical time (reproducible runs); else the wall clock
             clock = (lambda: args.now) if args.now else utc_now
             reports = run_crawl(spark, conf, args.seeds, conf["crawl.rounds"], clock, say)
-        return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters} for r in reports]}
+        return {"rounds": [{"segment": r.segment, "seconds": r.seconds, "counters": r.counters,
+                            "resumed_from": r.resumed_from} for r in reports]}
     if cmd == "export":
         from crawlkit.export import run_export
         if args.format:
@@ -247,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     except LockedError as exc:
         print(f"crawlkit: {exc}", file=sys.stderr)
         return 3
+    except SegmentStateError as exc:
+        print(f"crawlkit: {exc}", file=sys.stderr)
+        return 4
     print(json.dumps(counters, default=str, sort_keys=True))
     return 0
 

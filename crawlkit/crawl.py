@@ -26,6 +26,7 @@ class RoundReport:
     segment: str | None
     counters: dict = field(default_factory=dict)   # stage -> counters
     seconds: dict = field(default_factory=dict)    # stage -> duration
+    resumed_from: str | None = None                # "fetch" or "score" when it continued a dead round
 
 
 def _timed(report: RoundReport, stage: str, fn, *args):
@@ -37,24 +38,60 @@ def _timed(report: RoundReport, stage: str, fn, *args):
 
 
 def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str], None] = print) -> RoundReport:
-    """One round; returns an empty report (segment None) when nothing is due."""
-    from crawlkit.scoring import run_scoring
+    """One round; returns an empty report (segment None) when nothing is due.
 
+    A segment left unfinished by a round that died (crawlkit.resume) is continued first, and
+    that is the round: its fetch resumes from the spilled results, the later stages are
+    idempotent. Otherwise generate writes a new segment.
+    """
+    from crawlkit.resume import resumable
+
+    unfinished = resumable(spark, conf, now, log)
+    if unfinished is not None:
+        report = RoundReport(segment=unfinished.segment, resumed_from=unfinished.stage)
+        log(f"resuming segment {unfinished.segment} from {unfinished.stage} "
+            f"({unfinished.locked} URLs locked by it)" if unfinished.stage == "fetch" else
+            f"resuming segment {unfinished.segment}: applied, not yet scored")
+        stages = ("fetch", "parse", "updatedb", "score") if unfinished.stage == "fetch" else ("score",)
+        return _finish(spark, conf, now, report, stages, log)
     report = RoundReport(segment=None)
-    generated = _timed(report, "generate", run_generate, spark, conf, now, segment_name(now))
+    generated = _timed(report, "generate", run_generate, spark, conf, now, new_segment_name(spark, conf, now))
     segment = generated["segment"]
     if segment is None:
         return report
     report.segment = segment
-    _timed(report, "fetch", run_fetch, spark, conf, now, segment)
-    _timed(report, "parse", run_parse, spark, conf, segment)
-    _timed(report, "updatedb", run_updatedb, spark, conf, now, segment)
-    _timed(report, "score", run_scoring, spark, conf["crawl.dir"], conf, now, segment)
+    return _finish(spark, conf, now, report, ("fetch", "parse", "updatedb", "score"), log)
+
+
+def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport, stages, log) -> RoundReport:
+    """The stages of the round after generate; round.json, written last, marks it finished."""
+    from crawlkit.scoring import run_scoring
+
+    segment = report.segment
+    run = {"fetch": (run_fetch, spark, conf, now, segment),
+           "parse": (run_parse, spark, conf, segment),
+           "updatedb": (run_updatedb, spark, conf, now, segment),
+           "score": (run_scoring, spark, conf["crawl.dir"], conf, now, segment)}
+    for stage in stages:
+        _timed(report, stage, *run[stage])
     # Durable stage durations and options for `crawlkit report` (the counters are in _stats already).
     storage.write_stats(spark, conf["crawl.dir"], segment, "round",
-                        {"segment": segment, "seconds": report.seconds, "options": conf.changed()})
+                        {"segment": segment, "seconds": report.seconds, "options": conf.changed(),
+                         "resumed_from": report.resumed_from})
     log(f"round {segment}: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     return report
+
+
+def new_segment_name(spark: SparkSession, conf: Conf, now: datetime) -> str:
+    """segment_name(now), suffixed when that directory exists (a round at the same logical
+    time, or an abandoned segment): a new fetch list must not meet an old segment's
+    spilled results, which fetch would take for its own."""
+    base = name = segment_name(now)
+    k = 0
+    while storage.path_exists(spark, storage.segment_path(conf["crawl.dir"], name)):
+        k += 1
+        name = f"{base}-{k}"
+    return name
 
 
 def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
@@ -70,7 +107,7 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
             log("nothing due: crawl finished")
             break
         reports.append(report)
-        fetched_total += report.counters["fetch"]["pages"]
+        fetched_total += report.counters.get("fetch", {}).get("pages", 0)
         if conf["crawl.max_pages"] and fetched_total >= conf["crawl.max_pages"]:
             log(f"crawl-and-stop: {fetched_total} pages fetched")
             break

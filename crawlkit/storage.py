@@ -114,6 +114,16 @@ def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
     return history.filter(history.userMetadata == tag).limit(1).count() > 0
 
 
+def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
+    """``userMetadata`` of every commit in the table's history, oldest first (None where a
+    commit was untagged); [] when there is no table. Delta prunes history after
+    ``delta.logRetentionDuration``, so only recent stages can be told apart this way."""
+    if not is_delta(spark, path):
+        return []
+    rows = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
+    return [r["userMetadata"] for r in sorted(rows, key=lambda r: r["version"])]
+
+
 def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, table: str) -> None:
     """Write one segment part atomically enough for a rerun: overwrite, declared schema."""
     schemas.conform(df, table).write.mode("overwrite").parquet(segment_path(crawl_dir, segment, part))

@@ -101,8 +101,17 @@ def assemble(parts: DataFrame) -> DataFrame:
 
 
 def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
-    """Fetch segments/<segment>/fetchlist into segments/<segment>/content (resumable)."""
+    """Fetch segments/<segment>/fetchlist into segments/<segment>/content (resumable: a rerun
+    fetches only the URLs without a spilled result; ``resumed`` says parts were found)."""
+    from crawlkit.resume import SegmentStateError, is_abandoned
+
     crawl_dir = conf["crawl.dir"]
+    if is_abandoned(spark, crawl_dir, segment):
+        raise SegmentStateError(f"segment {segment} was abandoned (its URLs were released to "
+                                "later segments): it is not fetched again")
+    if not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
+        raise SegmentStateError(f"segment {segment} has no fetch list under "
+                                f"{storage.segment_path(crawl_dir, segment, 'fetchlist')}")
     fetchlist = storage.read_segment_part(spark, crawl_dir, segment, "fetchlist", "fetchlist")
     parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
     resumed = _parts(spark, parts_uri) is not None

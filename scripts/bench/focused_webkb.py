@@ -17,7 +17,6 @@ import json
 import shutil
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from itertools import count
 from pathlib import Path
@@ -131,8 +130,6 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--measure-only", action="store_true",
                         help="no crawling: measure the crawl folders in --work as they are (a stopped run)")
-    parser.add_argument("--parallel", type=int, default=1,
-                        help="crawls run at once in the one Spark session (threads; commit tags may mix)")
     args = parser.parse_args()
 
     from crawlkit.conf import load_conf
@@ -162,9 +159,10 @@ def main() -> int:
                 (work / f"{name}.json").write_text(json.dumps(result))
                 print(f"[{name}] done in {seconds:.0f} s", file=sys.stderr, flush=True)
 
-            with ThreadPoolExecutor(args.parallel) as pool:
-                for future in [pool.submit(one, name) for name in todo]:
-                    future.result()
+            # one crawl at a time: crawls in threads of one session break Delta's MERGE
+            # (DELTA_MERGE_SOURCE_CACHED_DURING_EXECUTION when another thread caches)
+            for name in todo:
+                one(name)
     results = {n: json.loads((work / f"{n}.json").read_text()) for n in CRAWLERS
                if (work / f"{n}.json").exists()}
     print(f"Rounds of {args.topN} pages; {next(iter(results.values()))['course_pages']} course pages "

@@ -62,14 +62,19 @@ def test_total_cash_stays_one_through_real_rounds(spark, tmp_path):
         ("s2", None),     # the same segment applied again: no cash moves
     ]
     now = NOW
+    rows = {}
     for segment, fetches in steps:
         now += timedelta(days=1)
         if fetches is not None:
             write_segment(spark, crawl_dir, segment, now, fetches)
-        run_updatedb(spark, conf, now, segment)
+        before = rows
+        updated = run_updatedb(spark, conf, now, segment)
         counters = run_scoring(spark, crawl_dir, conf, now, segment=segment)
         assert counters["skipped"] == (1 if fetches is None else 0)
+        assert ("skipped" in updated) == (fetches is None)
         cash, rows = total_cash(spark, crawl_dir)
+        if fetches is None:      # applying a segment twice equals applying it once: no row moved
+            assert rows == before
         assert cash == pytest.approx(1.0, abs=1e-12), (segment, {u: r.opic_cash for u, r in rows.items()})
         assert all(r.opic_cash >= 0 and r.opic_history >= 0 for r in rows.values())
         assert sum(r.score for r in rows.values()) <= 1.0 + 1e-12

@@ -3,9 +3,16 @@ score) through the replay web, whose seeds are trap URLs of every fault kind the
 inject, each on its own host so no fault spills onto another (host pauses, error caps).
 
 For every fault the table gives the fetch outcome, the crawldb status, the retry count and
-the wait until the next fetch; the crawl must finish (no crash), within bounded time (no hang:
-small page deadline and read timeout, a fetch time limit), and every outcome must be counted in
-the round's statistics (``by_status`` of the round report and of ``_stats/fetch.json``).
+the wait until the next fetch; the crawl must finish (no crash), with the slow answers cut by
+the client (no hang: every request has a read timeout and a page deadline; the fetch stage has
+a time limit, which must never have to cut here), and every outcome must be counted in the
+round's statistics (``by_status`` of the round report and of ``_stats/fetch.json``).
+
+Nothing here races the clock: the logical time is passed in (``ROUND``), every slow fault is
+slower than the page deadline (so it is cut whether the read timeout fires on time or the
+machine stalls the fetch thread past it), the timeouts are loose enough for a loaded machine to
+answer robots.txt and ordinary pages in time, and the access log is read only once every seed's
+answer has ended (the replay web logs a request when its answer ends, a hang 20 s later).
 
 The traps with unbounded link spaces (10^4 links, calendar, session ids, redirects to trap
 URLs) check the crawl-side caps: ``db.max_outlinks_per_page``, ``db.max_urls_per_host``,
@@ -33,6 +40,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 NOW = datetime(2026, 3, 1, 0, 0, 0)
 ROUND = NOW + timedelta(hours=1)
 RETRY_INTERVAL = 86400
+READ_TIMEOUT, PAGE_DEADLINE = 5.0, 10.0
+SLOW = 20            # seconds of silence of the slow faults: longer than the page deadline
+TIME_LIMIT = 600.0   # the fetch stage's backstop; the matrix's outcomes must not depend on it
 GONE_INTERVAL = None     # filled from the conf (db.gone_recheck_interval)
 MAX_RETRY_AFTER = 3600
 MAX_OUTLINKS_PER_PAGE = 200
@@ -53,10 +63,10 @@ MATRIX = [
     ("redirect/1?relative=1", "redirect_perm", "redirect_perm", 0, "normal"),
     ("redirect/1?status=302", "redirect_temp", "redirect_temp", 0, "normal"),
     ("loop/2", "redirect_temp", "redirect_temp", 0, "normal"),
-    ("delay/2", "retry", "retry", 1, "retry"),    # silent for twice fetcher.read_timeout (1 s): cut
+    (f"delay/{SLOW}", "retry", "retry", 1, "retry"),    # silent past the read timeout and the deadline: cut
 
     ("drip?every=0.2", "retry", "retry", 1, "retry"),
-    ("timeout/10", "retry", "retry", 1, "retry"),
+    (f"timeout/{SLOW}", "retry", "retry", 1, "retry"),
     ("reset", "retry", "retry", 1, "retry"),
     ("length/100", "retry", "retry", 1, "retry"),
     ("length/-100", "success", "fetched", 0, "normal"),
@@ -94,6 +104,17 @@ CALENDAR = next(u for u, v in SEEDS.items() if v[0].startswith("calendar"))
 SESSION = next(u for u, v in SEEDS.items() if v[0] == "session")
 
 
+def complete_log(server, wait: float = 120.0) -> list[dict]:
+    """The access log once every seed's answer has ended (a hung answer is logged when the
+    server gives up on it, SLOW seconds after the request). Polls; asserts nothing on time."""
+    deadline = time.monotonic() + wait
+    while True:
+        log = server.access_log()
+        if set(SEEDS) <= {r["url"] for r in log} or time.monotonic() > deadline:
+            return log
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def crawl(spark, tmp_path_factory):
     """One crawl round over the fault seeds, for all the checks of this module."""
@@ -109,8 +130,8 @@ def crawl(spark, tmp_path_factory):
         conf = make_conf(crawl__dir=str(tmp / "crawl"), crawl__topN=1000,
                          generate__partitions=2, spark__shuffle_partitions=2,
                          fetcher__proxy=server.proxy_url, fetcher__server_delay=0.0,
-                         fetcher__threads=16, fetcher__read_timeout=1.0,
-                         fetcher__page_deadline=3.0, fetcher__time_limit=60.0,
+                         fetcher__threads=16, fetcher__read_timeout=READ_TIMEOUT,
+                         fetcher__page_deadline=PAGE_DEADLINE, fetcher__time_limit=TIME_LIMIT,
                          fetcher__max_content=200_000,
                          fetcher__max_retry_after=float(MAX_RETRY_AFTER),
                          db__retry_interval=RETRY_INTERVAL,
@@ -118,17 +139,15 @@ def crawl(spark, tmp_path_factory):
                          db__max_urls_per_host=MAX_URLS_PER_HOST,
                          urls__max_length=MAX_LENGTH)
         clock_values = iter([NOW, ROUND])
-        started = time.monotonic()
         reports = run_crawl(spark, conf, str(seeds), 1, lambda: next(clock_values),
                             log=lambda _m: None)
-        elapsed = time.monotonic() - started
         crawl_dir = conf["crawl.dir"]
         segment = reports[0].segment
         stats_file = Path(crawl_dir) / "segments" / segment / "_stats" / "fetch.json"
         content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content") \
             .select("url", "fetch_status", "error", "truncated", "redirect_url").collect()
         yield dict(
-            conf=conf, reports=reports, elapsed=elapsed, log=server.access_log(),
+            conf=conf, reports=reports, log=complete_log(server),
             stats=json.loads(stats_file.read_text()),
             content={r.url: r for r in content},
             db={r.url: r for r in storage.read_table(
@@ -139,11 +158,19 @@ def crawl(spark, tmp_path_factory):
         server.stop()
 
 
-def test_the_round_finished_in_bounded_time(crawl):
+def test_the_round_finished_with_an_outcome_for_every_seed(crawl):
     assert len(crawl["reports"]) == 1
-    # the fetch stage is bounded by the page deadline (3 s) and the time limit (60 s)
-    assert crawl["reports"][0].seconds["fetch"] < 60 + 30
     assert crawl["reports"][0].counters["generate"]["generated"] == len(SEEDS)
+    assert set(crawl["content"]) == set(SEEDS)
+    # the fetch time limit is a backstop that must not have decided any outcome here
+    assert not [u for u, r in crawl["content"].items() if r.error == "time limit"]
+
+
+@pytest.mark.parametrize("path", [f"delay/{SLOW}", f"timeout/{SLOW}", "drip?every=0.2"])
+def test_slow_answers_are_cut_by_the_client(crawl, path):
+    """No hang: the client gave up (read timeout or page deadline), the server did not end it."""
+    url = next(u for u, v in SEEDS.items() if v[0] == path)
+    assert crawl["content"][url].error in ("read timeout", "deadline"), crawl["content"][url]
 
 
 @pytest.mark.parametrize("url", list(SEEDS), ids=[v[0] for v in SEEDS.values()])

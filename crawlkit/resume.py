@@ -1,0 +1,131 @@
+"""Unfinished segments: continue the round that died, or abandon it.
+
+A round that dies (a killed driver, a lost cluster) leaves its segment *unfinished*:
+
+* **not applied** -- generate locked the segment's URLs in the crawldb (``generated_segment``)
+  but no ``updatedb:<segment>`` commit followed. A new generate would skip those URLs until
+  ``generate.lock_timeout`` (7 days by default), so the next round continues the segment
+  instead: fetch only the URLs without a result in ``content_parts/`` (see stages/fetch.py),
+  then parse, updatedb and score;
+* **not scored** -- ``updatedb:<segment>`` is the crawldb's last stage commit with no scoring
+  commit after it, and the round's ``_stats/round.json`` was never written: the next round
+  only scores the segment (OPIC moves the segment's cash exactly once: its commit tag).
+
+The locks in the crawldb rows, not Delta's history, say what was generated and not applied:
+history is pruned after ``delta.logRetentionDuration``, the rows are not. A segment whose lock
+has expired is not resumed (its URLs are due again and may be in a newer segment); it is only
+reported. An operator who does not want a segment continued abandons it: its locks are
+released in one commit tagged ``abandon:<segment>`` and its files are kept for inspection.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from crawlkit import storage
+from crawlkit.conf import Conf
+
+ABANDONED = "abandoned"     # segments/<seg>/_stats/abandoned.json marks an abandoned segment
+
+
+class SegmentStateError(RuntimeError):
+    """A segment cannot be resumed or abandoned in the state it is in."""
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    segment: str
+    stage: str                       # the stage to continue from: "fetch" or "score"
+    locked: int = 0                  # crawldb URLs still locked by the segment
+    generated_at: datetime | None = None
+    expired: bool = False            # lock older than generate.lock_timeout: not resumed
+
+
+def _locks(spark: SparkSession, db_path: str) -> dict[str, tuple[int, datetime | None]]:
+    """segment -> (URLs it locks, latest generate time), read from the crawldb rows."""
+    rows = (storage.read_table(spark, db_path, "crawldb")
+            .filter(F.col("generated_segment").isNotNull())
+            .groupBy("generated_segment")
+            .agg(F.count("*").alias("n"), F.max("generate_time").alias("at")).collect())
+    return {r["generated_segment"]: (r["n"], r["at"]) for r in rows}
+
+
+def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfinished]:
+    """Every unfinished segment of the crawl directory, oldest first (expired ones included,
+    flagged). Costs one filtered scan of the crawldb and one read of its history."""
+    crawl_dir = conf["crawl.dir"]
+    db_path = storage.crawldb_path(crawl_dir)
+    if not storage.is_delta(spark, db_path):
+        return []
+    tags = [t or "" for t in storage.commit_tags(spark, db_path)]
+    lock_timeout = timedelta(seconds=conf["generate.lock_timeout"])
+    found = []
+    for segment, (n, at) in _locks(spark, db_path).items():
+        if f"updatedb:{segment}" in tags:    # cannot happen (updatedb clears the locks); be safe
+            continue
+        if not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
+            raise SegmentStateError(
+                f"segment {segment} locks {n} URLs in the crawldb but its fetch list "
+                f"{storage.segment_path(crawl_dir, segment, 'fetchlist')} is missing; "
+                f"release them with --abandon-segment {segment}")
+        expired = at is not None and at + lock_timeout <= now
+        found.append(Unfinished(segment, "fetch", n, at, expired))
+    applied = [i for i, t in enumerate(tags) if t.startswith("updatedb:")]
+    if applied:
+        last = applied[-1]
+        segment = tags[last].split(":", 1)[1]
+        scored = any(t.startswith("score-") for t in tags[last + 1:])
+        finished = storage.path_exists(
+            spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "round.json"))
+        if not scored and not finished:
+            found.append(Unfinished(segment, "score"))
+    return sorted(found, key=lambda u: u.generated_at or datetime.max)
+
+
+def resumable(spark: SparkSession, conf: Conf, now: datetime, log=print) -> Unfinished | None:
+    """The segment a round should continue (the oldest unexpired one), or None; expired ones
+    are reported through ``log``."""
+    pending = find_unfinished(spark, conf, now)
+    for u in pending:
+        if u.expired:
+            log(f"segment {u.segment} was generated at {u.generated_at} and never applied; its "
+                f"lock has expired (generate.lock_timeout), so its {u.locked} URLs are due again "
+                f"and it is not resumed (--abandon-segment {u.segment} releases it for good)")
+    live = [u for u in pending if not u.expired]
+    return live[0] if live else None
+
+
+def is_abandoned(spark: SparkSession, crawl_dir: str, segment: str) -> bool:
+    return storage.path_exists(
+        spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", f"{ABANDONED}.json"))
+
+
+def abandon_segment(spark: SparkSession, conf: Conf, segment: str, now: datetime) -> dict:
+    """Release the generate locks of an unapplied segment (one crawldb commit tagged
+    ``abandon:<segment>``) so the next generate may pick its URLs again; its files stay.
+    Refused for a segment already applied to the crawldb or never generated."""
+    crawl_dir = conf["crawl.dir"]
+    db_path = storage.crawldb_path(crawl_dir)
+    if not storage.is_delta(spark, db_path):
+        raise SegmentStateError(f"no crawldb under {crawl_dir}: nothing to abandon")
+    tags = storage.commit_tags(spark, db_path)
+    if f"updatedb:{segment}" in tags:
+        raise SegmentStateError(f"segment {segment} is already applied to the crawldb; it cannot "
+                                "be abandoned (the next round finishes its scoring if needed)")
+    locked = _locks(spark, db_path).get(segment, (0, None))[0]
+    if not locked and f"generate:{segment}" not in tags:
+        raise SegmentStateError(f"segment {segment} was never generated in {crawl_dir} "
+                                f"(no generate:{segment} commit, no URL locked by it)")
+    if locked:
+        with storage.commit_tag(spark, f"abandon:{segment}"):
+            storage.ensure_table(spark, db_path, "crawldb").update(
+                condition=F.col("generated_segment") == F.lit(segment),
+                set={"generated_segment": F.lit(None).cast("string"),
+                     "generate_time": F.lit(None).cast("timestamp")})
+    counters = {"segment": segment, "released": locked, "at": now.isoformat()}
+    if storage.path_exists(spark, storage.segment_path(crawl_dir, segment)):
+        storage.write_stats(spark, crawl_dir, segment, ABANDONED, counters)
+    return counters
