@@ -3,6 +3,7 @@ what a rerun round continues, what it leaves, and abandoning a segment. The kill
 round over the replay web is test_resume.py."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -61,7 +62,7 @@ def test_a_generated_unapplied_segment_is_continued_until_its_lock_expires(spark
     assert len(said) == 1 and segment in said[0] and f"--abandon-segment {segment}" in said[0]
 
 
-def test_abandon_releases_the_locks_and_keeps_the_files(spark, conf):
+def test_abandon_releases_the_locks_and_keeps_the_files(spark, conf, capsys):
     segment = run_generate(spark, conf, NOW)["segment"]
     counters = abandon_segment(spark, conf, segment, NOW)
     assert counters["released"] == 3
@@ -75,9 +76,12 @@ def test_abandon_releases_the_locks_and_keeps_the_files(spark, conf):
     # abandoning again changes nothing; the URLs go to a new segment, not into the old directory
     assert abandon_segment(spark, conf, segment, NOW)["released"] == 0
     assert storage.commit_tags(spark, storage.crawldb_path(conf["crawl.dir"])) == tags
-    fresh = new_segment_name(spark, conf, NOW)
-    assert fresh == f"{segment_name(NOW)}-1"
-    assert run_generate(spark, conf, NOW, fresh)["generated"] == 3
+    fresh = f"{segment_name(NOW)}-1"
+    assert new_segment_name(spark, conf, NOW) == fresh
+    assert cli.main(["generate", "--crawl-dir", conf["crawl.dir"], "--now", NOW.isoformat(), "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (out["segment"], out["generated"]) == (fresh, 3)
+    assert set(locked_by(spark, conf).values()) == {fresh}
 
 
 def test_abandon_refuses_applied_and_unknown_segments(spark, conf, capsys):
