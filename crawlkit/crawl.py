@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from crawlkit import storage
 from crawlkit.conf import Conf
+from crawlkit.stages.evict import run_evict
 from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import run_generate, segment_name
 from crawlkit.stages.inject import run_inject
@@ -71,7 +72,10 @@ def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport,
     run = {"fetch": (run_fetch, spark, conf, now, segment),
            "parse": (run_parse, spark, conf, segment),
            "updatedb": (run_updatedb, spark, conf, now, segment),
-           "score": (run_scoring, spark, conf["crawl.dir"], conf, now, segment)}
+           "score": (run_scoring, spark, conf["crawl.dir"], conf, now, segment),
+           "evict": (run_evict, spark, conf, now, segment)}
+    if conf["crawl.buffer_pages"] > 0 and "score" in stages:
+        stages = (*stages, "evict")   # the buffer follows the fresh scores (idempotent, tagged)
     for stage in stages:
         _timed(report, stage, *run[stage])
     # Durable stage durations and options for `crawlkit report` (the counters are in _stats already).

@@ -1,6 +1,7 @@
 """The crawldb status set and its transition table (as Nutch's CrawlDatum, but smaller).
 
-A URL's crawldb status changes only in updatedb, and only through :data:`TRANSITIONS`:
+A URL's crawldb status changes in updatedb, through :data:`TRANSITIONS` (the limited buffer,
+crawlkit.stages.evict, alone moves pages to and from ``evicted``):
 the fetcher's outcome for the URL picks the new status, whatever the old one was, except that
 transient failures count up to ``db.retry_max`` and then become ``gone``. Statuses not in a
 segment keep their state. The table is enumerated by tests/unit/test_status.py.

@@ -92,11 +92,10 @@ def table_version(spark: SparkSession, path: str) -> int:
 
 
 @contextmanager
-def commit_tag(spark: SparkSession, tag: str) -> Iterator[None]:
-    """Tag the Delta commits made inside the block with ``userMetadata = tag``."""
-    key = "spark.databricks.delta.commitInfo.userMetadata"
+def session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """Set a Spark SQL setting for the block only, restoring what was there before."""
     previous = spark.conf.get(key, None)
-    spark.conf.set(key, tag)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
@@ -104,6 +103,18 @@ def commit_tag(spark: SparkSession, tag: str) -> Iterator[None]:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, previous)
+
+
+def commit_tag(spark: SparkSession, tag: str):
+    """Tag the Delta commits made inside the block with ``userMetadata = tag``."""
+    return session_setting(spark, "spark.databricks.delta.commitInfo.userMetadata", tag)
+
+
+def merge_source_materialized(spark: SparkSession):
+    """For a MERGE whose source is already checkpointed: Delta would otherwise copy the
+    source once more (``merge.materializeSource = auto`` copies any source that is not a
+    plain Delta scan), one more job and one more copy of the source per commit."""
+    return session_setting(spark, "spark.databricks.delta.merge.materializeSource", "none")
 
 
 def was_applied(spark: SparkSession, path: str, tag: str) -> bool:

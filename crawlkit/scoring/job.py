@@ -140,7 +140,7 @@ def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame, result: 
         source = source.drop("_hot_distance", "_hot_link")
         updated.append("hot_distance")
     source = source.drop("_new", "_scored", *[f"_{c}" for c in state]).localCheckpoint(eager=True)
-    with storage.commit_tag(spark, tag):
+    with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
         (DeltaTable.forPath(spark, db_path).alias("t")
          .merge(source.alias("s"), "t.url = s.url")
          .whenMatchedUpdate(set={c: f"s.{c}" for c in updated})

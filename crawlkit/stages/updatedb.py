@@ -192,44 +192,56 @@ def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refresh
     old = table.toDF().join(refreshed_srcs, on="src", how="left_semi")
     gone = old.join(links.select("src", "dst"), on=["src", "dst"], how="left_anti") \
         .withColumn("_op", F.lit("delete"))
-    source = links.withColumn("_op", F.lit("upsert")).unionByName(gone)
-    (table.alias("t").merge(source.alias("s"), "t.src = s.src AND t.dst = s.dst")
-     .whenMatchedDelete(condition="s._op = 'delete'")
-     .whenMatchedUpdate(condition="s._op = 'upsert'", set={
-         "anchor": "s.anchor", "meta": "s.meta", "nofollow": "s.nofollow", "last_seen": "s.last_seen"})
-     .whenNotMatchedInsert(condition="s._op = 'upsert'",
-                           values={c: f"s.{c}" for c in schemas.columns("links")})
-     .execute())
+    source = links.withColumn("_op", F.lit("upsert")).unionByName(gone).localCheckpoint(eager=True)
+    with storage.merge_source_materialized(spark):
+        (table.alias("t").merge(source.alias("s"), "t.src = s.src AND t.dst = s.dst")
+         .whenMatchedDelete(condition="s._op = 'delete'")
+         .whenMatchedUpdate(condition="s._op = 'upsert'", set={
+             "anchor": "s.anchor", "meta": "s.meta", "nofollow": "s.nofollow", "last_seen": "s.last_seen"})
+         .whenNotMatchedInsert(condition="s._op = 'upsert'",
+                               values={c: f"s.{c}" for c in schemas.columns("links")})
+         .execute())
 
 
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
+    """Apply ``segment``: the link MERGE, then the crawldb MERGE that marks it applied.
+
+    Each MERGE's source is computed once and checkpointed (``localCheckpoint``), so the
+    crawldb is scanned once per round however many joins build the source, the counters are
+    read from the checkpoint, and Delta need not materialize the source again.
+    """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
     tag = f"updatedb:{segment}"
     if storage.was_applied(spark, db_path, tag):
         return {"segment": segment, "skipped": "already applied"}
+    from crawlkit.resume import SegmentStateError, is_abandoned
+    if is_abandoned(spark, crawl_dir, segment):
+        raise SegmentStateError(f"segment {segment} was abandoned (--abandon-segment): "
+                                "its locks are released and it is not applied")
     content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
     parsed = storage.read_segment_part(spark, crawl_dir, segment, "parse", "parse")
     table = storage.ensure_table(spark, db_path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     crawldb = table.toDF()
 
-    links = segment_links(content, parsed, conf, now).cache()
+    links = segment_links(content, parsed, conf, now).localCheckpoint(eager=True)
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
     with storage.commit_tag(spark, f"linkdb:{segment}"):
         merge_links(spark, link_path, links, refreshed)
 
-    updates = updated_entries(crawldb, outcomes(content, parsed), conf, now)
-    fresh = new_urls(links, crawldb, conf, now).cache()
-    n_new = fresh.count()
-    source = schemas.conform(updates, "crawldb").unionByName(fresh).cache()
-    counts = {r["status"]: r["n"] for r in updates.groupBy("status").agg(F.count("*").alias("n")).collect()}
-    with storage.commit_tag(spark, tag):
-        (table.alias("db").merge(source.alias("s"), "db.url = s.url")
+    updates = schemas.conform(updated_entries(crawldb, outcomes(content, parsed), conf, now), "crawldb")
+    fresh = new_urls(links, crawldb, conf, now)
+    source = (updates.withColumn("_new", F.lit(False))
+              .unionByName(fresh.withColumn("_new", F.lit(True)))
+              .localCheckpoint(eager=True))
+    tally = source.groupBy("_new", "status").agg(F.count("*").alias("n")).collect()
+    counts = {r["status"]: r["n"] for r in tally if not r["_new"]}
+    with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
+        (table.alias("db").merge(source.drop("_new").alias("s"), "db.url = s.url")
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
     counters = {"segment": segment, "by_status": counts, "links": links.count(),
-                "new_urls": n_new, "version": storage.table_version(spark, db_path)}
-    for cached in (links, fresh, source):
-        cached.unpersist()
+                "new_urls": sum(r["n"] for r in tally if r["_new"]),
+                "version": storage.table_version(spark, db_path)}
     storage.write_stats(spark, crawl_dir, segment, "updatedb", counters)
     return counters

@@ -1,0 +1,78 @@
+"""The limited-buffer crawl model (Cho et al., section 3): keep the content of at most B pages.
+
+A crawler with a buffer of B pages keeps crawling after the buffer is full; each page it
+fetches competes for a place with the pages it holds, and the one with the lowest estimated
+importance (the ordering ``score``) is dropped. Its URL stays known, with status
+``evicted``, and generate never picks it again (``generate.NEVER_GENERATED``) unless its
+estimate later rises into the top B: then it is made due again, refetched and stored.
+
+After every round's scoring (when the estimates are freshest) the buffer is recomputed as the
+top B of the pages that have content or had it (stored ∪ evicted), by score then URL:
+
+* a stored page outside the top B becomes ``evicted`` (``metadata.evicted_at`` records when);
+* an evicted page inside the top B becomes ``unfetched`` and due now, so the next generate
+  considers it like any new URL;
+
+so the crawldb never holds more than B stored pages after a round. The change is one MERGE
+tagged ``evict:<segment>``; rerunning it finds nothing to change. ``crawlkit export`` and
+``crawlkit evaluate --buffer crawldb`` read the ``evicted`` status.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from crawlkit import storage
+from crawlkit.conf import Conf
+from crawlkit.scoring.base import real_pages
+from crawlkit.status import Status
+
+STORED = (Status.FETCHED.value, Status.NOT_MODIFIED.value)
+
+
+def buffer_changes(crawldb: DataFrame, capacity: int, now: datetime) -> DataFrame:
+    """(url, status, fetch_time, metadata) for the rows whose buffer state changes."""
+    had_content = real_pages(crawldb).filter(
+        F.col("status").isin(*STORED, Status.EVICTED.value))
+    kept = (had_content.orderBy(F.col("score").desc(), F.col("url")).limit(capacity)
+            .select("url", F.lit(True).alias("_kept")))
+    ranked = had_content.join(kept, on="url", how="left")
+    in_buffer = F.coalesce(F.col("_kept"), F.lit(False))
+    evict = F.col("status").isin(*STORED) & ~in_buffer
+    readmit = (F.col("status") == Status.EVICTED.value) & in_buffer
+    stamp = F.create_map(F.lit("evicted_at"), F.date_format(F.lit(now), "yyyy-MM-dd'T'HH:mm:ss'Z'"))
+    metadata = F.map_filter(F.coalesce(F.col("metadata"), F.create_map().cast("map<string,string>")),
+                            lambda k, v: k != F.lit("evicted_at"))
+    return ranked.filter(evict | readmit).select(
+        "url",
+        F.when(evict, F.lit(Status.EVICTED.value)).otherwise(F.lit(Status.UNFETCHED.value)).alias("status"),
+        F.when(evict, F.col("fetch_time")).otherwise(F.lit(now).cast("timestamp")).alias("fetch_time"),
+        F.when(evict, F.map_concat(metadata, stamp)).otherwise(metadata).alias("metadata"))
+
+
+def run_evict(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
+    """Apply the buffer of ``crawl.buffer_pages`` pages to the crawldb (no-op when 0)."""
+    capacity = conf["crawl.buffer_pages"]
+    if capacity <= 0:
+        return {"segment": segment, "skipped": "no buffer"}
+    db_path = storage.crawldb_path(conf["crawl.dir"])
+    tag = f"evict:{segment}"
+    if storage.was_applied(spark, db_path, tag):
+        return {"segment": segment, "skipped": "already applied"}
+    table = storage.ensure_table(spark, db_path, "crawldb")
+    # (a fresh read: a source sharing the target DataFrame's columns cannot be merged into it)
+    crawldb = storage.read_table(spark, db_path, "crawldb")
+    changes = buffer_changes(crawldb, capacity, now).localCheckpoint(eager=True)
+    tally = {r["status"]: r["n"] for r in changes.groupBy("status").agg(F.count("*").alias("n")).collect()}
+    with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
+        (table.alias("db").merge(changes.alias("c"), "db.url = c.url")
+         .whenMatchedUpdate(set={"status": "c.status", "fetch_time": "c.fetch_time",
+                                 "metadata": "c.metadata"})
+         .execute())
+    counters = {"segment": segment, "capacity": capacity,
+                "evicted": tally.get(Status.EVICTED.value, 0),
+                "readmitted": tally.get(Status.UNFETCHED.value, 0)}
+    storage.write_stats(spark, conf["crawl.dir"], segment, "evict", counters)
+    return counters
