@@ -1,6 +1,8 @@
-"""The Spark session factory: Delta Lake and GraphFrames on the classpath from .jars/.
+"""The Spark session factory: Delta Lake, the GraphX bridge (and GraphFrames if present) on the
+classpath from .jars/.
 
-The jars are resolved once by scripts/setup.sh, so starting a session downloads nothing.
+The jars are resolved (and the GraphX bridge compiled) once by scripts/setup.sh, so starting a
+session downloads nothing.
 On a cluster the same files can be shipped (``spark.jars``/``--jars``) or named as Maven
 coordinates (``--packages io.delta:delta-spark_4.1_2.13:4.4.0``); see docs/cluster.md.
 """
@@ -23,15 +25,27 @@ def local_jars() -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar"))
 
 
-def has_graphframes(spark: SparkSession) -> bool:
-    """Whether the GraphFrames JVM classes are loadable in this session."""
+def _loadable(spark: SparkSession, name: str) -> bool:
     try:
         spark.sparkContext._jvm.java.lang.Class.forName(
-            "org.graphframes.GraphFrame", True,
-            spark.sparkContext._jvm.Thread.currentThread().getContextClassLoader())
+            name, True, spark.sparkContext._jvm.Thread.currentThread().getContextClassLoader())
         return True
     except Exception:  # Py4JJavaError: ClassNotFoundException
         return False
+
+
+def has_graphframes(spark: SparkSession) -> bool:
+    """Whether the GraphFrames JVM classes are loadable in this session."""
+    return _loadable(spark, "org.graphframes.GraphFrame")
+
+
+GRAPHX_BRIDGE = "io.crawlkit.graphx.PageRankBridge"
+
+
+def has_graphx_bridge(spark: SparkSession) -> bool:
+    """Whether crawlkit's GraphX bridge (.jars/crawlkit-graphx-bridge.jar, compiled by
+    scripts/setup.sh) is loadable; GraphX itself ships with pyspark."""
+    return _loadable(spark, GRAPHX_BRIDGE)
 
 
 def session_settings(conf: Conf) -> dict[str, str]:

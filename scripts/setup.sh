@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One idempotent set-up for a fresh machine: the virtual environment, the package, and the
-# Spark extension jars (Delta Lake, GraphFrames) resolved from Maven Central into .jars/.
+# Spark extension jars (Delta Lake) resolved from Maven Central into .jars/, plus the GraphX
+# bridge compiled with javac.
 # A second run checks each step and does nothing new. Nothing is downloaded at job run time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,29 @@ if [ ! -f "$lucene_stamp" ] || ! cmp -s tests/export/lucene/pom.xml "$lucene_sta
   cp tests/export/lucene/pom.xml "$lucene_stamp"
 else
   say "Lucene test jars up to date"
+fi
+
+# 2c. The GraphX bridge (scripts/jars/graphx-bridge): one Java class, compiled with javac
+# against the jars pyspark ships (GraphX included) into .jars/crawlkit-graphx-bridge.jar, so
+# the session loads it with the other jars (scoring.engine=graphx). After step 2, which
+# replaces .jars/. Rebuilt when the source or the pyspark version changes.
+bridge_src=scripts/jars/graphx-bridge/src/main/java/io/crawlkit/graphx/PageRankBridge.java
+bridge_jar=.jars/crawlkit-graphx-bridge.jar
+bridge_stamp=.jars/.graphx-bridge
+spark_jars=$(.venv/bin/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
+bridge_key="$(sha256sum "$bridge_src" | cut -d' ' -f1) $(ls "$spark_jars" | grep '^spark-graphx_')"
+if [ -f "$bridge_jar" ] && [ -f "$bridge_stamp" ] && [ "$(cat "$bridge_stamp")" = "$bridge_key" ]; then
+  say "GraphX bridge up to date"
+elif ! command -v javac >/dev/null 2>&1; then
+  say "javac not found: skipping the GraphX bridge (scoring.engine=graphx will be unavailable)"
+else
+  say "compiling the GraphX bridge"
+  rm -rf .jars/.graphx-bridge.build && mkdir -p .jars/.graphx-bridge.build
+  javac --release 17 -nowarn -cp "$spark_jars/*" -d .jars/.graphx-bridge.build "$bridge_src"
+  jar cf "$bridge_jar.tmp" -C .jars/.graphx-bridge.build .
+  mv "$bridge_jar.tmp" "$bridge_jar"
+  rm -rf .jars/.graphx-bridge.build
+  printf '%s' "$bridge_key" > "$bridge_stamp"
 fi
 
 # 3. Chromium for the HTML report test (Debian package), only when asked or in CI.

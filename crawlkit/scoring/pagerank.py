@@ -8,14 +8,17 @@ away: Nutch's LinkRank loses it, GraphX rescales at the end (see docs/scoring.md
 
 The paper's form R'(p) = (1 - d) + d * sum R'(q)/c(q) has R' = N * R when no page is
 dangling. Iteration stops when the L1 change of R falls below ``scoring.tolerance`` or after
-``scoring.max_iterations``. Three engines give the same answer (tested to 1e-9 L1):
+``scoring.max_iterations``. The engines give the same answer (tested to 1e-9 L1):
 
-* ``driver``: edges collected as Arrow into a scipy CSR matrix, power iteration in numpy.
-  The fastest below tens of millions of edges (``scoring.driver_max_edges``).
+* ``driver``: integer page ids (xxhash64 of the URL, checked for clashes) collected as
+  Arrow into a scipy CSR matrix, power iteration in numpy, ranks joined back to the URLs in
+  Spark. The fastest below tens of millions of edges (``scoring.driver_max_edges``).
 * ``distributed``: Spark DataFrames only, no Python in the loop; integer ids, edges and
   ranks hash-partitioned by source id the same way (no shuffle on the join), one aggregate
   per iteration for |delta| and the dangling mass, lineage cut every
   ``scoring.checkpoint_every`` iterations.
+* ``graphx``: GraphX's PageRank (``PageRank.runUntilConvergenceWithOptions``, what
+  GraphFrames runs) through crawlkit's bridge class, normalized to sum 1.
 * ``graphframes``: GraphFrames' pageRank (needs its JVM jar), normalized to sum 1.
 
 Example::
@@ -41,7 +44,7 @@ from crawlkit.scoring.links import prepare_links
 
 log = logging.getLogger(__name__)
 
-ENGINES = ("auto", "driver", "distributed", "graphframes")
+ENGINES = ("auto", "driver", "distributed", "graphx", "graphframes")
 
 
 @dataclass
@@ -88,6 +91,9 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
         return pagerank_distributed(spark, nodes, edges, damping=damping, tol=tol,
                                     max_iter=max_iter, personalization=personalization,
                                     start=start, checkpoint_every=checkpoint_every)
+    if chosen == "graphx":
+        return pagerank_graphx(spark, nodes, edges, damping=damping, tol=tol,
+                               max_iter=max_iter, personalization=personalization)
     return pagerank_graphframes(spark, nodes, edges, damping=damping, tol=tol,
                                 max_iter=max_iter, personalization=personalization)
 
@@ -100,16 +106,87 @@ def _arrow(df: DataFrame) -> pa.Table:
     return pa.Table.from_batches(df._collect_as_arrow())  # pragma: no cover
 
 
-def _weights(table: pa.Table, index: dict, n: int) -> np.ndarray:
-    """Dense vector from an Arrow (url, value) table, by the url's index; missing = 0."""
-    out = np.zeros(n)
-    if table.num_rows:
-        pos = pc.index_in(table.column("url"), value_set=index["urls"]).to_numpy(
-            zero_copy_only=False)
-        vals = table.column(1).to_numpy(zero_copy_only=False).astype(float)
-        keep = ~np.isnan(pos.astype(float))
-        np.add.at(out, pos[keep].astype(np.int64), vals[keep])
-    return out
+def _from_arrow(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """``createDataFrame`` from Arrow as a distributed relation in about as many partitions
+    as there are cores.
+
+    Below ``arrow.localRelationThreshold`` (48 MB) pyspark 4.1 makes a LocalRelation, whose
+    rows travel inside every task: counting 325k (id, rank) rows took 4-5 s that way and
+    1 s as an RDD of Arrow batches. One partition per batch of ``arrow.maxRecordsPerBatch``
+    (10,000) rows would be 33 tasks for 325k ranks.
+    """
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    settings = {"spark.sql.execution.arrow.localRelationThreshold": "0",
+                "spark.sql.execution.arrow.maxRecordsPerBatch":
+                    str(max(10_000, -(-table.num_rows // cores)))}
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        return spark.createDataFrame(table)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _h1(col: str):
+    """Page id: xxhash64 of the URL (a projection in Spark, no shuffle, no join)."""
+    return F.xxhash64(F.col(col))
+
+
+def _h2(col: str):
+    """Check hash: Murmur3 (32 bit, an unrelated function) of the URL. Two URLs that share
+    an id are caught unless they also share this hash (a 96-bit fingerprint collision:
+    probability below n^2 / 2^97, 1e-15 at 10M pages)."""
+    return F.hash(F.col(col))
+
+
+class _Clash(Exception):
+    """Two different URLs share an xxhash64 id."""
+
+
+@dataclass
+class _Ids:
+    """Dense page ids from the 64-bit hashes collected from Spark."""
+    hashes: np.ndarray     # sorted distinct xxhash64 of the pages; page k has hashes[k]
+    checks: np.ndarray     # the Murmur3 hash of page k
+    first: np.ndarray      # position of page k's first occurrence in [nodes; src; dst]
+
+    def lookup(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        """Page index of each (h1, h2) pair, -1 for URLs that are not pages."""
+        if not len(self.hashes):
+            return np.full(len(h1), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.hashes, h1), len(self.hashes) - 1)
+        found = (self.hashes[pos] == h1) & (self.checks[pos] == h2)
+        return np.where(found, pos, -1)
+
+
+def _dense_ids(h1: np.ndarray, h2: np.ndarray) -> tuple[_Ids, np.ndarray]:
+    """Distinct pages and the page index of each occurrence; raises _Clash when two
+    occurrences share h1 but not h2 (two URLs, one xxhash64)."""
+    hashes, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
+    checks = h2[first]
+    if not np.array_equal(checks[inverse], h2):
+        raise _Clash()
+    return _Ids(hashes, checks, first), inverse.astype(np.int64)
+
+
+def _weights(spark_df: DataFrame, ids: _Ids, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dense vector from a (url, value) DataFrame by page index (URLs not pages are
+    ignored, repeated URLs add up) and the mask of pages it names."""
+    t = _arrow(spark_df.select(_h1("url").alias("h1"), _h2("url").alias("h2"),
+                               F.col(spark_df.columns[1]).cast("double").alias("value")))
+    out, have = np.zeros(n), np.zeros(n, dtype=bool)
+    if t.num_rows:
+        pos = ids.lookup(t.column("h1").to_numpy(), t.column("h2").to_numpy())
+        vals = t.column("value").to_numpy(zero_copy_only=False)
+        keep = (pos >= 0) & ~np.isnan(vals)
+        np.add.at(out, pos[keep], vals[keep])
+        have[pos[keep]] = True
+    return out, have
 
 
 def power_iteration(matrix: sp.csr_matrix, dangling: np.ndarray, v: np.ndarray, x: np.ndarray,
@@ -147,14 +224,88 @@ def start_vector(known: np.ndarray, have: np.ndarray) -> np.ndarray:
     return x
 
 
+def _solve(n: int, src: np.ndarray, dst: np.ndarray, damping: float, tol: float, max_iter: int,
+           teleport: tuple[np.ndarray, np.ndarray] | None,
+           previous: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, int, float]:
+    matrix, dangling = transition_matrix(src, dst, n)
+    v = np.full(n, 1.0 / n)
+    if teleport is not None and teleport[0].sum() > 0:
+        v = teleport[0] / teleport[0].sum()
+    x = np.full(n, 1.0 / n)
+    if previous is not None:
+        x = start_vector(*previous)
+    return power_iteration(matrix, dangling, v, x, damping, tol, max_iter)
+
+
 def pagerank_driver(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
                     tol: float, max_iter: int, personalization: DataFrame | None = None,
                     start: DataFrame | None = None) -> PageRankResult:
-    """Collect edges via Arrow, solve with scipy on the driver, hand the ranks back to Spark.
+    """Collect integer page ids via Arrow, solve with scipy on the driver, join the ranks
+    back to the URLs in Spark.
 
-    The node set and the integer ids come from one dictionary encoding of (nodes, src, dst)
-    on the driver: no Spark shuffle for a distinct, no join for the ids.
+    Only integers cross the JVM-Python boundary: Spark projects each URL to its xxhash64
+    (the page id) and its Murmur3 hash (a collision check), 24 bytes per link endpoint
+    instead of the URL strings. numpy turns the ids dense (``np.unique``), checks that no
+    two URLs share an id (else the engine falls back to collecting the strings), builds the
+    CSR matrix and iterates. The ranks go back as (representative, rank) rows: each page is
+    named by its first occurrence, a crawldb row (id) or a link (src id, dst id, side), so
+    a broadcast hash join of the link table with them yields every page's URL exactly once,
+    without the shuffle a Spark ``distinct`` of the URLs would need. The returned DataFrame
+    is lazy: it reads ``nodes`` and ``edges`` again when it is evaluated.
     """
+    nt = _arrow(nodes.select(_h1("url").alias("h1"), _h2("url").alias("h2")))
+    et = _arrow(edges.select(_h1("src").alias("s1"), _h2("src").alias("s2"),
+                             _h1("dst").alias("d1"), _h2("dst").alias("d2")))
+    k, m = nt.num_rows, et.num_rows
+    h1 = np.concatenate([nt.column("h1").to_numpy(), et.column("s1").to_numpy(),
+                         et.column("d1").to_numpy()])
+    h2 = np.concatenate([nt.column("h2").to_numpy(), et.column("s2").to_numpy(),
+                         et.column("d2").to_numpy()])
+    try:
+        ids, index = _dense_ids(h1, h2)
+    except _Clash:
+        log.warning("pagerank driver: two URLs share an xxhash64 id; collecting the URLs")
+        return _driver_strings(spark, nodes, edges, damping=damping, tol=tol,
+                               max_iter=max_iter, personalization=personalization, start=start)
+    n = len(ids.hashes)
+    if n == 0:
+        return PageRankResult(_empty_ranks(spark), 0, 0.0, "driver")
+    teleport = _weights(personalization.select("url", "weight"), ids, n) if personalization is not None else None
+    previous = _weights(start.select("url", "rank"), ids, n) if start is not None else None
+    x, it, delta = _solve(n, index[k:k + m], index[k + m:], damping, tol, max_iter, teleport, previous)
+
+    # Representatives: page p first occurs at position ids.first[p] of [nodes; src; dst].
+    first = ids.first
+    side = np.select([first < k, first < k + m], [0, 1], 2).astype(np.int8)
+    # A link is named by (src id, dst id): h1[k + j] and h1[k + m + j] for link j.
+    last = len(h1) - 1
+    a = np.where(side == 2, h1[np.clip(first - m, 0, last)], h1[first])
+    b = np.where(side == 1, h1[np.clip(first + m, 0, last)], np.where(side == 2, h1[first], 0))
+    parts = []
+    if k and (side == 0).any():
+        sel = side == 0
+        reps = _from_arrow(spark, pa.table({"a": a[sel], "rank": x[sel]}))
+        from_nodes = nodes.select("url", _h1("url").alias("a"))
+        if len(np.unique(h1[:k])) < k:            # a URL repeated in nodes: keep one row
+            from_nodes = from_nodes.dropDuplicates(["url"])
+        parts.append(from_nodes.join(F.broadcast(reps), on="a", how="inner").select("url", "rank"))
+    if (side > 0).any():
+        sel = side > 0
+        reps = _from_arrow(spark, pa.table({"a": a[sel], "b": b[sel], "side": side[sel],
+                                            "rank": x[sel]}))
+        url = F.when(F.col("side") == 1, F.col("src")).otherwise(F.col("dst"))
+        parts.append(edges.select("src", "dst", _h1("src").alias("a"), _h1("dst").alias("b"))
+                     .join(F.broadcast(reps), on=["a", "b"], how="inner")
+                     .select(url.alias("url"), "rank"))
+    ranks = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    return PageRankResult(ranks, it, delta, "driver")
+
+
+def _driver_strings(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
+                    tol: float, max_iter: int, personalization: DataFrame | None = None,
+                    start: DataFrame | None = None) -> PageRankResult:
+    """The driver engine on URL strings (the fallback when two URLs share an xxhash64):
+    (src, dst) and the nodes collected as Arrow, ids from one dictionary encoding."""
     e = _arrow(edges.select("src", "dst"))
     extra = _arrow(nodes.select("url")).column("url")
     m = e.num_rows
@@ -167,22 +318,24 @@ def pagerank_driver(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, 
         return PageRankResult(_empty_ranks(spark), 0, 0.0, "driver")
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     k = len(extra)
-    src, dst = codes[k:k + m], codes[k + m:]
-    index = {"urls": urls}
-    matrix, dangling = transition_matrix(src, dst, n)
-    v = np.full(n, 1.0 / n)
-    if personalization is not None:
-        w = _weights(_arrow(personalization.select("url", "weight")), index, n)
-        v = w / w.sum() if w.sum() > 0 else v
-    x = np.full(n, 1.0 / n)
-    if start is not None:
-        prev = _arrow(start.select("url", F.col("rank").cast("double")))
-        have = _weights(prev.append_column("one", pa.array(np.ones(prev.num_rows)))
-                        .select(["url", "one"]), index, n) > 0
-        x = start_vector(_weights(prev, index, n), have)
-    x, it, delta = power_iteration(matrix, dangling, v, x, damping, tol, max_iter)
-    out = pa.table({"url": urls, "rank": pa.array(x)})
-    return PageRankResult(spark.createDataFrame(out.to_pandas()), it, delta, "driver")
+
+    def weights(df: DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        t = _arrow(df.select("url", F.col(df.columns[1]).cast("double").alias("value")))
+        out, have = np.zeros(n), np.zeros(n, dtype=bool)
+        if t.num_rows:
+            pos = pc.index_in(t.column("url"), value_set=urls).to_numpy(zero_copy_only=False)
+            vals = t.column("value").to_numpy(zero_copy_only=False)
+            keep = ~np.isnan(pos.astype(float)) & ~np.isnan(vals)
+            idx = pos[keep].astype(np.int64)
+            np.add.at(out, idx, vals[keep])
+            have[idx] = True
+        return out, have
+
+    teleport = weights(personalization.select("url", "weight")) if personalization is not None else None
+    previous = weights(start.select("url", "rank")) if start is not None else None
+    x, it, delta = _solve(n, codes[k:k + m], codes[k + m:], damping, tol, max_iter, teleport, previous)
+    return PageRankResult(_from_arrow(spark, pa.table({"url": urls, "rank": pa.array(x)})),
+                          it, delta, "driver")
 
 
 def _empty_ranks(spark: SparkSession) -> DataFrame:
@@ -353,6 +506,68 @@ class _Checkpoints:
         self.files = []
 
 
+# --------------------------------------------------------------------------- graphx engine
+def _single_source(personalization: DataFrame | None, engine: str) -> str | None:
+    if personalization is None:
+        return None
+    sources = [r.url for r in personalization.filter(F.col("weight") > 0)
+               .select("url").distinct().limit(2).collect()]
+    if len(sources) != 1:
+        raise ValueError(f"the {engine} engine personalizes on one source page only; "
+                         "use engine=driver or distributed")
+    return sources[0]
+
+
+def graphx_raw(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
+               tol: float, max_iter: int, source: str | None = None) -> DataFrame:
+    """GraphX's own answer, unnormalized: url, rank (sums to N; to 1 with a source page).
+
+    Pages get dense ids as in the distributed engine (``monotonically_increasing_id``,
+    frozen by a local checkpoint, joined to the links), the edges go to the JVM as a
+    DataFrame and crawlkit's bridge (scripts/jars/graphx-bridge) builds the GraphX graph
+    and runs ``PageRank.runUntilConvergenceWithOptions(graph, tol, 1 - d, source)``, or
+    ``runWithOptions`` for ``max_iter`` iterations when ``tol <= 0``.
+    """
+    from crawlkit.spark import GRAPHX_BRIDGE, has_graphx_bridge
+    if not has_graphx_bridge(spark):
+        raise RuntimeError(f"scoring.engine=graphx needs {GRAPHX_BRIDGE} "
+                           "(.jars/crawlkit-graphx-bridge.jar: run scripts/setup.sh)")
+    ids = (node_set(nodes, edges).withColumn("id", F.monotonically_increasing_id())
+           .localCheckpoint(eager=True))
+    pairs = (edges.select("src", "dst")
+             .join(ids.select(F.col("url").alias("src"), F.col("id").alias("s")), on="src")
+             .join(ids.select(F.col("url").alias("dst"), F.col("id").alias("d")), on="dst")
+             .select(F.col("s").alias("src"), F.col("d").alias("dst")))
+    source_id = -1
+    if source is not None:
+        row = ids.filter(F.col("url") == source).select("id").first()
+        if row is None:
+            raise ValueError(f"personalization source {source!r} is not a page")
+        source_id = int(row[0])
+    bridge = spark._jvm.io.crawlkit.graphx.PageRankBridge
+    jdf = bridge.pageRank(ids.select("id")._jdf, pairs._jdf, float(tol), 1.0 - damping,
+                          int(max_iter), source_id)
+    ranks = DataFrame(jdf, spark)
+    return (ranks.join(ids, on="id", how="inner").select("url", "rank")
+            .localCheckpoint(eager=True))
+
+
+def pagerank_graphx(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *,
+                    damping: float, tol: float, max_iter: int,
+                    personalization: DataFrame | None = None) -> PageRankResult:
+    """GraphX's PageRank divided by its sum (the same semantics as the graphframes engine:
+    see :func:`pagerank_graphframes` and docs/scoring.md). ``tol`` goes to GraphX as is: a
+    per-vertex change on the N scale, at which a vertex stops sending; GraphX then runs
+    without an iteration cap (``max_iter`` is used only when ``tol <= 0``) and does not report
+    the iterations it ran (-1).
+    """
+    raw = graphx_raw(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
+                     source=_single_source(personalization, "graphx"))
+    total = raw.agg(F.sum("rank")).first()[0] or 1.0
+    out = raw.select("url", (F.col("rank") / F.lit(float(total))).alias("rank"))
+    return PageRankResult(out, -1, float("nan"), "graphx")
+
+
 # --------------------------------------------------------------------------- graphframes engine
 def pagerank_graphframes(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *,
                          damping: float, tol: float, max_iter: int,
@@ -375,14 +590,7 @@ def pagerank_graphframes(spark: SparkSession, nodes: DataFrame, edges: DataFrame
 
     vertices = node_set(nodes, edges).select(F.col("url").alias("id"))
     graph = GraphFrame(vertices, edges.select("src", "dst"))
-    source = None
-    if personalization is not None:
-        sources = [r.url for r in personalization.filter(F.col("weight") > 0)
-                   .select("url").distinct().limit(2).collect()]
-        if len(sources) != 1:
-            raise ValueError("the graphframes engine personalizes on one source page only; "
-                             "use engine=driver or distributed")
-        source = sources[0]
+    source = _single_source(personalization, "graphframes")
     result = graph.pageRank(resetProbability=1.0 - damping, sourceId=source, tol=tol)
     ranks = result.vertices.select(F.col("id").alias("url"), F.col("pagerank").alias("rank"))
     total = ranks.agg(F.sum("rank")).first()[0] or 1.0

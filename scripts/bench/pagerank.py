@@ -1,12 +1,15 @@
 """PageRank engines on web-NotreDame (1.5M links, 325k pages): time, iterations, accuracy, memory.
 
-Every engine starts cold and runs to the same L1 tolerance; accuracy is the L1 distance to
-a scipy reference solved to 1e-13. The "plain scipy" row is the floor the driver engine is
+Every engine starts cold and runs to the same tolerance (the graphx and graphframes engines
+read it as GraphX does: a per-vertex change on the N scale, see docs/scoring.md); accuracy
+is the L1 distance to a scipy reference solved to 1e-13. The "plain scipy" row is the floor the driver engine is
 measured against: the same power iteration on arrays already in memory (no Spark). Memory
 is the peak RSS of this Python process (the driver) and of the JVM child (driver and
 executor share it in local mode), sampled every 50 ms, plus the JVM heap in use at the end.
 Warm start: ranks of the graph without 1% of its pages (and their links), then the full
-graph from those ranks.
+graph from those ranks (driver and distributed: GraphX and GraphFrames take no start).
+GraphX (engine graphx, through crawlkit's bridge) stands in for GraphFrames, whose jar this
+machine cannot resolve: GraphFrames' pageRank is a wrapper around the same GraphX call.
 
 Usage::
 
@@ -15,7 +18,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import os
+import pstats
 import sys
 import threading
 import time
@@ -31,7 +37,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from crawlkit.conf import make_conf  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank, power_iteration, transition_matrix  # noqa: E402
-from crawlkit.spark import get_spark, has_graphframes  # noqa: E402
+from crawlkit.spark import get_spark, has_graphframes, has_graphx_bridge  # noqa: E402
 
 DEFAULT_LINKS = "/work/shared/data/notredame/links.tsv.gz"
 
@@ -105,9 +111,10 @@ def main(argv=None) -> int:
     ap.add_argument("--damping", type=float, default=0.85)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--engines", default="driver,distributed,graphframes")
+    ap.add_argument("--engines", default="driver,distributed,graphx,graphframes")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
+    load_start = os.getloadavg()
 
     # Reference and the plain-scipy floor (no Spark involved).
     src, dst, urls = load_arrays(args.links)
@@ -155,14 +162,34 @@ def main(argv=None) -> int:
     results = {}
     for engine in args.engines.split(","):
         if engine == "graphframes" and not has_graphframes(spark):
-            rows.append(("graphframes", None, None, None, "-", "-", "-"))
+            rows.append(("graphframes", "unavailable (no GraphFrames jar)", None, None, "-", "-", "-"))
             print("graphframes: JVM jar not available: skipped", flush=True)
+            continue
+        if engine == "graphx" and not has_graphx_bridge(spark):
+            rows.append(("graphx", "unavailable (no bridge jar: scripts/setup.sh)", None, None,
+                         "-", "-", "-"))
             continue
         result, seconds, err, mem = run(engine)
         results[engine] = seconds
         rows.append((engine, seconds, result.iterations, err, mb(mem.peak_py), mb(mem.peak_jvm),
                      mb(jvm_heap_used(spark))))
         print(rows[-1], flush=True)
+
+    # Where the driver engine's time goes: one more cold run under cProfile (Spark time
+    # shows up as py4j socket reads inside the calls that wait for a job).
+    profile = ""
+    if "driver" in results:
+        prof = cProfile.Profile()
+        prof.enable()
+        again = pagerank(spark, nodes, edges, damping=args.damping, tol=args.tol,
+                         max_iter=args.max_iter, engine="driver")
+        again.ranks.count()
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(
+            r"crawlkit/scoring/pagerank.py|toArrow|createDataFrame|dataframe.py.*\(count\)|unique|csr_matvec")
+        profile = buf.getvalue()
+        print(profile, flush=True)
 
     # Warm start: previous ranks on the graph without 1% of the pages.
     rng = np.random.default_rng(1)
@@ -173,37 +200,40 @@ def main(argv=None) -> int:
     prev, _, _ = scipy_solve(inverse[:m], inverse[m:], len(old_urls), args.damping, 1e-13, 10_000)
     previous = spark.createDataFrame(pd.DataFrame({"url": urls[old_urls], "rank": prev}))
     warm_rows = []
-    for engine in [e for e in args.engines.split(",") if e != "graphframes"]:
+    for engine in [e for e in args.engines.split(",") if e in ("driver", "distributed")]:
         result, seconds, err, mem = run(engine, start=previous)
         warm_rows.append((engine, seconds, result.iterations, err))
         print(("warm", *warm_rows[-1]), flush=True)
 
     lines = [f"web-NotreDame: {n:,} pages, {len(src):,} distinct links (self-links dropped); "
              f"d = {args.damping}, L1 tolerance {args.tol:g}, local[2], "
-             f"{args.partitions} shuffle partitions.", "",
+             f"{args.partitions} shuffle partitions; {os.cpu_count()} cores.", "",
              "| engine (cold start) | seconds | iterations | L1 to reference | driver RSS peak MB "
              "| JVM RSS peak MB | JVM heap used MB |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, seconds, it, err, py, jvm, heap in rows:
-        if seconds is None:
-            lines.append(f"| {name} | unavailable (no GraphFrames jar) | | | | | |")
+        if isinstance(seconds, str):
+            lines.append(f"| {name} | {seconds} | | | | | |")
         else:
-            lines.append(f"| {name} | {seconds:.2f} | {it} | {err:.2e} | {py} | {jvm} | {heap} |")
+            its = "n/a" if it is None or it < 0 else it
+            lines.append(f"| {name} | {seconds:.2f} | {its} | {err:.2e} | {py} | {jvm} | {heap} |")
     lines += ["", "| engine (warm start, graph grown by 1%) | seconds | iterations | L1 to reference |",
               "| --- | ---: | ---: | ---: |"]
     lines += [f"| {e} | {s:.2f} | {it} | {err:.2e} |" for e, s, it, err in warm_rows]
     load = os.getloadavg()
-    lines.append(f"\nload average during the run (1/5/15 min at the end): "
-                 f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores")
+    lines.append(f"\nload average (1/5/15 min) at the start: {load_start[0]:.1f} / "
+                 f"{load_start[1]:.1f} / {load_start[2]:.1f}, at the end: {load[0]:.1f} / "
+                 f"{load[1]:.1f} / {load[2]:.1f}, on {os.cpu_count()} cores")
     if "driver" in results:
         lines.append(f"driver / plain scipy (int arrays): {results['driver'] / plain_s:.1f}x; "
                      f"driver / plain scipy (URL strings): {results['driver'] / strings_s:.1f}x")
-    if "distributed" in results and "graphframes" in results:
-        lines.append(f"graphframes / distributed: {results['graphframes'] / results['distributed']:.2f}x")
+    for other in ("graphx", "graphframes"):
+        if "distributed" in results and other in results:
+            lines.append(f"{other} / distributed: {results[other] / results['distributed']:.2f}x")
     table = "\n".join(lines)
     print(table)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(table + "\n")
+            fh.write(table + "\n\n" + profile)
     spark.stop()
     return 0
 
