@@ -192,9 +192,8 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
             say(f"seeds {error}")
         return counters
     if cmd == "generate":
-        from crawlkit.crawl import new_segment_name
         from crawlkit.stages.generate import run_generate
-        return run_generate(spark, conf, now, new_segment_name(spark, conf, now))
+        return run_generate(spark, conf, now)   # a fresh segment name, never an existing folder
     if cmd == "fetch":
         from crawlkit.stages.fetch import run_fetch
         return run_fetch(spark, conf, now, args.segment or _latest_segment(spark, conf))

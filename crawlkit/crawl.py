@@ -16,7 +16,7 @@ from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.stages.evict import run_evict
 from crawlkit.stages.fetch import run_fetch
-from crawlkit.stages.generate import run_generate, segment_name
+from crawlkit.stages.generate import new_segment_name, run_generate
 from crawlkit.stages.inject import run_inject
 from crawlkit.stages.parse import run_parse
 from crawlkit.stages.updatedb import run_updatedb
@@ -84,18 +84,6 @@ def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport,
                          "resumed_from": report.resumed_from})
     log(f"round {segment}: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     return report
-
-
-def new_segment_name(spark: SparkSession, conf: Conf, now: datetime) -> str:
-    """segment_name(now), suffixed when that directory exists (a round at the same logical
-    time, or an abandoned segment): a new fetch list must not meet an old segment's
-    spilled results, which fetch would take for its own."""
-    base = name = segment_name(now)
-    k = 0
-    while storage.path_exists(spark, storage.segment_path(conf["crawl.dir"], name)):
-        k += 1
-        name = f"{base}-{k}"
-    return name
 
 
 def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,

@@ -28,6 +28,18 @@ def segment_name(now: datetime) -> str:
     return now.strftime("%Y%m%d%H%M%S")
 
 
+def new_segment_name(spark: SparkSession, conf: Conf, now: datetime) -> str:
+    """segment_name(now), suffixed when that directory exists (a round at the same logical
+    time, or an abandoned segment): a new fetch list must not meet an old segment's
+    spilled results, which fetch would take for its own."""
+    base = name = segment_name(now)
+    k = 0
+    while storage.path_exists(spark, storage.segment_path(conf["crawl.dir"], name)):
+        k += 1
+        name = f"{base}-{k}"
+    return name
+
+
 def due_candidates(crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
     """URLs that may be generated at ``now``."""
     lock_expired = F.col("generate_time") + F.make_dt_interval(secs=F.lit(conf["generate.lock_timeout"])) <= F.lit(now)
@@ -84,7 +96,7 @@ def partition_by_host(fetchlist: DataFrame, partitions: int) -> DataFrame:
 def run_generate(spark: SparkSession, conf: Conf, now: datetime, segment: str | None = None) -> dict:
     """Write segments/<segment>/fetchlist and lock its URLs in the crawldb (one commit)."""
     crawl_dir = conf["crawl.dir"]
-    segment = segment or segment_name(now)
+    segment = segment or new_segment_name(spark, conf, now)
     db_path = storage.crawldb_path(crawl_dir)
     table = storage.ensure_table(spark, db_path, "crawldb")
     fetchlist = generate(table.toDF(), conf, now, segment).cache()
