@@ -5,7 +5,8 @@ crawlkit.fetch.fetch_partition over it: a thread pool with per-host queues, robo
 politeness. Rows travel as Arrow batches (``mapInArrow``), so there is no per-row Python UDF
 overhead. Fetch parallelism = partitions x fetcher.threads.
 
-Resumable: tasks spill their results every few seconds into ``content_parts/`` of the segment
+Resumable: tasks spill their results every ``fetcher.spill_seconds`` (or ``fetcher.spill_rows``
+results) into ``content_parts/`` of the segment
 (each file written under a temporary name, then renamed, so a killed task leaves no torn
 file). A rerun after a crash fetches only the URLs that have no result yet; the stage ends
 by assembling ``content/`` from the parts, one row per URL.
@@ -27,8 +28,6 @@ from crawlkit.conf import Conf
 from crawlkit.progress import ProgressSink, fetch_progress
 from crawlkit.stages.generate import partition_by_host
 
-SPILL_ROWS = 256       # spill at least this often...
-SPILL_SECONDS = 2.0    # ...or this often, so a crash loses little work
 PARTS = "content_parts"
 
 
@@ -55,6 +54,7 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         task = uuid.uuid4().hex[:12]
         buffer: list[dict] = []
         written, chunk, last = 0, 0, time.monotonic()
+        spill_rows, spill_seconds = conf["fetcher.spill_rows"], conf["fetcher.spill_seconds"]
 
         def spill():
             nonlocal chunk, written, last, buffer
@@ -69,7 +69,7 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         results = fetch_partition(rows, conf, now, stats)
         for result in (results if progress is None else progress.follow(results, stats)):
             buffer.append(result)
-            if len(buffer) >= SPILL_ROWS or time.monotonic() - last >= SPILL_SECONDS:
+            if len(buffer) >= spill_rows or time.monotonic() - last >= spill_seconds:
                 spill()
         if buffer:
             spill()

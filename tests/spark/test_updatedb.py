@@ -104,7 +104,9 @@ def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_
                    parse_rows(spark, [{"url": "http://a.test/", "signature": "A", "outlinks": [
                        link("http://a.test/x", "x"), link("http://c.test/", "c", nofollow=True),
                        link("http://a.test/y", "y"), link("http://a.test/z", "z (over the cap)")]}]))
-    run_updatedb(spark, conf, NOW, "s1")
+    counters = run_updatedb(spark, conf, NOW, "s1")
+    assert (counters["by_status"], counters["new_urls"], counters["links"]) == (
+        {"fetched": 1, "redirect_perm": 1}, 2, 2)
     rows = {r.url: r for r in storage.read_table(spark, path, "crawldb").collect()}
     assert set(rows) == {"http://a.test/", "http://b.test/", "http://a.test/x", "http://b.test/home"}
     assert rows["http://a.test/x"].status == "unfetched" and rows["http://a.test/x"].depth == 1
@@ -126,3 +128,23 @@ def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_
     links = {(r.src, r.dst): r for r in storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").collect()}
     assert set(links) == {("http://a.test/", "http://a.test/y"), ("http://b.test/", "http://b.test/home")}
     assert links[("http://a.test/", "http://a.test/y")].anchor == "why"
+
+
+def test_an_abandoned_segment_is_refused_and_the_crawldb_stays_as_it_was(spark, tmp_path):
+    import pytest
+
+    from crawlkit.resume import SegmentStateError
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir)
+    path = storage.crawldb_path(crawl_dir)
+    table = storage.ensure_table(spark, path, "crawldb")
+    seed = crawldb_rows(spark, [{"url": "http://a.test/", "host": "a.test", "depth": 0}], NOW)
+    table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
+    _write_segment(spark, crawl_dir, "s1",
+                   content_rows(spark, [{"url": "http://a.test/", "fetch_status": "success"}]),
+                   parse_rows(spark, [{"url": "http://a.test/", "signature": "A", "outlinks": []}]))
+    storage.write_stats(spark, crawl_dir, "s1", "abandoned", {"segment": "s1"})
+    version = storage.table_version(spark, path)
+    with pytest.raises(SegmentStateError, match="abandoned"):
+        run_updatedb(spark, conf, NOW, "s1")
+    assert storage.table_version(spark, path) == version
