@@ -5,11 +5,11 @@ with anchors and link metadata, signature) with each tree backend over every HTM
 WARC (default: the WebKB Cornell + Texas pages, 1,694 real 1996-97 university pages with all
 the malformed markup of their time):
 
-- ``bs4``: BeautifulSoup with its lxml tree builder, crawlkit's default (``parser.backend``);
-- ``selectolax``: lexbor through selectolax, crawlkit's other backend;
+- ``bs4``: BeautifulSoup with its lxml tree builder;
+- ``selectolax``: lexbor through selectolax;
 - ``lxml``: lxml's own HTML parser (libxml2, the same parser bs4 drives) used directly with a
-  parser target (events straight into crawlkit's extractor, no tree), a backend defined in this
-  file only (``walk_lxml``) and registered for the run.
+  parser target (events straight into crawlkit's extractor, no tree): crawlkit's
+  ``crawlkit.parse.backends.walk_lxml``, the default ``parser.backend``.
 
 Backends are timed in rounds (each round runs every backend once over all pages, in rotating
 order; the best round counts), as CPU seconds of this process (pages per CPU-second) and wall.
@@ -30,84 +30,9 @@ import time
 
 from lxml import etree
 
-from crawlkit.parse.backends import BACKENDS
-from crawlkit.parse.extract import PageExtractor
 from crawlkit.parse.html import parse_html
 
 DEFAULT_WARC = "/work/shared/data/webkb-cornell-texas/pages.warc.gz"
-_ASCII_SPACES = frozenset(" \n\t\f\r")
-_PRESERVE_WHITESPACE = frozenset({"pre", "textarea"})
-
-
-class _LxmlEvents:
-    """lxml parser target: libxml2's parse events straight into a PageExtractor, no tree.
-
-    The events are those bs4's lxml tree builder turns into its tree, and this class applies
-    the two things bs4 does to them that the extractor can see: consecutive data is joined into
-    one string, cut by tags and comments, and a string of ASCII whitespace only becomes one
-    newline (or one space) outside <pre> and <textarea>. The children of an element the
-    extractor does not enter (script, style, ...) are skipped up to its end tag."""
-
-    def __init__(self, extractor: PageExtractor):
-        self.extractor = extractor
-        self.buffer: list[str] = []
-        self.skip = 0  # depth inside an element whose children are skipped
-        self.preserve = 0
-
-    def flush(self) -> None:
-        if self.buffer:
-            text = "".join(self.buffer)
-            self.buffer = []
-            if not self.skip:
-                if not self.preserve and _ASCII_SPACES.issuperset(text):
-                    text = "\n" if "\n" in text else " "
-                self.extractor.text(text)
-
-    def start(self, tag, attrib) -> None:
-        self.flush()
-        if self.skip:
-            self.skip += 1
-            return
-        if tag in _PRESERVE_WHITESPACE:
-            self.preserve += 1
-        if not self.extractor.start(tag, dict(attrib)):
-            self.skip = 1
-
-    def end(self, tag) -> None:
-        self.flush()
-        if self.skip > 1:
-            self.skip -= 1
-            return
-        self.skip = 0
-        if tag in _PRESERVE_WHITESPACE and self.preserve:
-            self.preserve -= 1
-        self.extractor.end(tag)
-
-    def data(self, text) -> None:
-        self.buffer.append(text)
-
-    def comment(self, text) -> None:
-        self.flush()
-
-    def pi(self, target, data=None) -> None:
-        self.flush()
-
-    def doctype(self, *args) -> None:
-        self.flush()
-
-    def close(self) -> None:
-        self.flush()
-
-
-def walk_lxml(markup: str, extractor: PageExtractor) -> None:
-    """lxml.etree's HTML parser (libxml2, the parser bs4's default builder drives) with a parser
-    target: events go straight to the extractor, no tree is built."""
-    parser = etree.HTMLParser(target=_LxmlEvents(extractor), recover=True)
-    parser.feed(markup)
-    parser.close()
-
-
-BACKENDS.setdefault("lxml", walk_lxml)
 
 
 def read_pages(path: str, limit: int = 0) -> list[tuple[str, bytes, str | None, dict]]:

@@ -1,4 +1,10 @@
-"""crawlkit.parse on small inline pages, for both backends."""
+"""crawlkit.parse on small inline pages, for every backend.
+
+The ``lxml`` backend must give bs4's output exactly: every page the ``parse``
+fixture parses with it is also parsed with bs4 and the whole results are
+compared, so each test below is also an lxml == bs4 test on its pages (with
+its options and headers); ``TRICKY_PAGES`` at the end adds malformed pages.
+"""
 
 import os
 
@@ -8,7 +14,7 @@ from crawlkit.parse import empty_result, parse_document, parse_html, parse_text
 from crawlkit.parse.extract import refresh_target, urls_in_script
 
 URL = "http://example.com/dir/page.html"
-BACKENDS = ["bs4", "selectolax"]
+BACKENDS = ["bs4", "selectolax", "lxml"]
 RESULT_KEYS = set(empty_result())
 
 
@@ -23,7 +29,10 @@ def links_by_url(result):
 @pytest.fixture(params=BACKENDS)
 def parse(request):
     def run(body, url=URL, content_type="text/html", headers=None, **opts):
-        return parse_html(url, body, content_type, headers, backend=request.param, **opts)
+        result = parse_html(url, body, content_type, headers, backend=request.param, **opts)
+        if request.param == "lxml":
+            assert result == parse_html(url, body, content_type, headers, backend="bs4", **opts)
+        return result
     return run
 
 
@@ -458,3 +467,149 @@ def test_backends_agree(body):
     bs4_result = parse_html(URL, body, "text/html", backend="bs4")
     lexbor_result = parse_html(URL, body, "text/html", backend="selectolax")
     assert bs4_result == lexbor_result
+
+
+# -- lxml gives bs4's output exactly ------------------------------------------
+
+def _latin1(text: str) -> bytes:
+    return text.encode("latin-1")
+
+
+# (id, body, content type). Pages 1990s crawls are full of; each compared
+# whole (title, text, every outlink with anchor and metadata, charset, base,
+# robots, refresh, canonical, signature, error).
+TRICKY_PAGES = [
+    ("frameset", b"""<html><head><title>Frames</title></head>
+     <frameset rows="20%,*"><frame src="top.html" name="top" title="Top bar">
+     <frameset cols="30%,70%"><frame src="nav.html" name=nav><frame src="/main.html" title="Main">
+     </frameset><noframes><body>No frames? <a href="noframes.html">here</a></body></noframes>
+     </frameset></html>""", "text/html"),
+    ("frameset-unclosed-with-body-text", b"""<html><head><title>F</title>
+     <frameset cols="*,*"><frame src=a.html><frame src=b.html name=b>
+     <body>stray body text <a href=c.html>c</a>""", "text/html"),
+    ("unclosed-p-and-li", b"""<html><body><p>first para <a href=a.html>a</a> words
+     <p>second para <a href=b.html>b</a> more<ul><li>one <a href=c.html>c</a><li>two
+     <a href=d.html>d</a> tail</ul><p>last""", "text/html"),
+    ("unclosed-tables", b"""<html><body><table border=1><tr><td>cell one <a href=t1.html>t1</a>
+     <td>cell two<tr><td colspan=2>row two <a href=t2.html>t2</a> after
+     <table><tr><td>nested <a href=t3.html>t3</a></table>
+     text after nested <a href=t4.html>t4</a></td></tr>
+     <p>paragraph in a table <a href=t5.html>t5</a>
+     </table><div>after table <a href=t6.html>t6</a>""", "text/html"),
+    ("stray-text-in-table", b"""<table>loose text <a href=x.html>x</a><tr>
+     <td>cell</td>more loose</tr></table>""", "text/html"),
+    ("content-after-html", b"""<html><head><title>T</title></head><body><p>inside
+     <a href=in.html>in</a></p></body></html>
+     <p>after the end <a href=after.html>after</a></p>trailing text
+     <a href=last.html title=Last>last</a></html></body>more""", "text/html"),
+    ("content-after-body-only", b"""<html><body>body text</body>
+     after body <a href=ab.html>ab</a></html>""", "text/html"),
+    ("misnested-inline", b"""<p><b>bold <a href=m1.html>one <i>two</b> three</a> four</i>
+     <a href=m2.html>m2 <a href=m3.html>nested anchor</a> rest</a>
+     <font size=2><a href=m4.html>m4</font> font closed</a>""", "text/html"),
+    ("stray-end-tags", b"""</div></span><p>text</td></tr></table> more </a><a href=s.html>s</a>
+     </li></ul></p></b>end""", "text/html"),
+    ("meta-charset-latin1", _latin1("""<html><head><meta http-equiv="Content-Type"
+     content="text/html; charset=iso-8859-1"><title>Caf\u00e9 \u00fcber</title></head><body>
+     <a href="/caf\u00e9.html">caf\u00e9 \u00e0 la carte</a> na\u00efve</body></html>"""),
+     "text/html"),
+    ("meta-says-utf8-bytes-latin1", _latin1("""<meta charset="utf-8"><title>Caf\u00e9</title>
+     <p>r\u00e9sum\u00e9 <a href="r\u00e9sum\u00e9.html">cv \u00e9</a>"""), "text/html"),
+    ("meta-says-latin1-bytes-utf8", """<meta charset="iso-8859-1"><title>\u65e5\u672c \u00e9</title>
+     <p>\u65e5\u672c\u8a9e <a href="/\u65e5.html">\u00e9t\u00e9</a>""".encode(), "text/html"),
+    ("header-wins-over-meta", _latin1("""<meta charset="utf-8"><title>\u00c9t\u00e9</title>
+     <p>\u00e9t\u00e9"""), "text/html; charset=windows-1252"),
+    ("undeclared-cp1252", b"<title>\x93smart quotes\x94</title><p>\x85 caf\xe9 "
+     b"<a href='/\xe9'>\x96 dash</a>", "text/html"),
+    ("utf16-meta-in-ascii", b"<meta charset=utf-16><title>ascii</title><p>plain", "text/html"),
+    ("unknown-charset-label", b"<meta charset=x-klingon><title>caf\xc3\xa9</title>",
+     "text/html"),
+    ("xml-declaration-xhtml", b"""<?xml version="1.0" encoding="iso-8859-1"?>
+     <!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">
+     <html xmlns="http://www.w3.org/1999/xhtml" xml:lang="fr" lang="fr"><head><title>X</title></head>
+     <body><p>xhtml <a href="x.html">x</a><br/>line<![CDATA[ cdata text ]]> end</p></body></html>""",
+     "application/xhtml+xml"),
+    ("double-bom", "\ufeff\ufeff<title>bom</title><p>text <a href=b.html>b</a>".encode(),
+     "text/html"),
+    ("nul-after-probe", b"<p>" + b"x " * 600 + b"nul \x00 here <a href=n.html>n</a></p>",
+     "text/html"),
+    ("ms-word-namespaces", b"""<html xmlns:o="urn:schemas-microsoft-com:office:office"><body>
+     <p class=MsoNormal>Word <o:p>para</o:p> <st1:place w:st="on">Ithaca</st1:place>
+     <a href="w.html">w</a><o:p></o:p></p></body></html>""", "text/html"),
+    ("image-alt-and-area-links", b"""<body><a href=img.html><img src=i1.gif alt="First"> and
+     <img src=i2.gif alt=" Second  image "><img src=i3.gif></a>
+     <a href=noalt.html><img src=only.gif></a>
+     <map name=nav><area shape=rect coords="0,0,9,9" href=north.html alt="North" title=N>
+     <area href=south.html><area alt="no href"><area href=nf.html alt=nf rel="nofollow"></map>
+     <img src=map.gif usemap="#nav" alt="map image">
+     <a href=both.html title="t">text <img alt=pic>more</a></body>""", "text/html"),
+    ("base-href-in-body-twice", b"""<html><head><title>B</title></head><body>
+     <a href=before.html>before base</a><base href="http://other.example.org/sub/">
+     <a href=after.html>after</a><base href="http://third.example.net/">
+     <area href=area.html alt=a><frame src=fr.html></body></html>""", "text/html"),
+    ("relative-base-href", b"""<base href="../up/"><a href=x.html>x</a><a href=/abs>abs</a>
+     <a href=//cdn.example.com/p>proto-relative</a>""", "text/html"),
+    ("nofollow-variants", b"""<meta name=ROBOTS content="NOINDEX, nofollow">
+     <a href=a.html rel=nofollow>a</a><a href=b.html rel="NOFOLLOW noopener">b</a>
+     <a href=c.html rel="nofollow,external">c</a><a href=d.html rel=follow>d</a>
+     <a href=a.html>dup of a</a>""", "text/html"),
+    ("whitespace-pre-textarea-comments", b"""<div>  \n\t </div><pre>  keep   spaces
+     <a href=p.html>  pre link  </a>  </pre><textarea>  \n  </textarea>x<!-- c -->y
+     <span> </span><b>\n</b>z&nbsp;&#160;w <?php echo 1 ?> after pi""", "text/html"),
+    ("script-style-noscript-template", b"""<html><head><script>var s = "</p><a href='no.html'>";
+     </script><style>a { }</style><noscript><a href=ns-head.html>ns</a></noscript>
+     <title>S</title></head><body><script type="text/template"><a href="t.html">t</a></script>
+     <noscript><p>enable js <a href=ns.html>ns</a></p></noscript><template><a href=tp.html>x</a>
+     </template><iframe src=if.html name=f>fallback <a href=fb.html>fb</a></iframe>
+     <ruby>\xe6\xbc\xa2<rp>(</rp><rt>kan</rt><rp>)</rp></ruby> <svg><title>svg t</title>
+     <a href=svg.html>svg link</a></svg></body></html>""", "text/html; charset=utf-8"),
+    ("title-in-body-and-twice", b"""<body><p>text<title>late   title</title>
+     <title>second</title><a href=x.html>x</a>""", "text/html"),
+    ("refresh-canonical-onmouseover", b"""<meta http-equiv=refresh content="0; URL=next.html">
+     <link rel="Canonical" href="/canon"><a href=r.html onmouseover="img.src='r.gif';
+     location='/ro.html'">r</a><td onmouseover="go('http://x.example.com/y')">cell</td>""",
+     "text/html"),
+    ("lang-and-entities", b"""<html LANG=" en-US "><body><p>&amp; &lt;tag&gt; &eacute;
+     &unknown; &#x263A; &#9731 <a href="q?a=1&amp;b=2&c=3">q</a>""", "text/html"),
+    ("bare-text", b"just some text with < and > and & signs", "text/html"),
+    # bs4 turns each whitespace-only string into one space or newline (not in
+    # <pre>), which moves link offsets: the surrounding-text window then
+    # reaches other words in blocks with deep indentation.
+    ("indentation-whitespace", b"<p>" + b"".join(b"<b>w%d</b>" % i + b" " * 300 + b"\n"
+                                                 for i in range(40))
+     + b"<a href=ind.html>ind</a>" + b"".join(b" " * 300 + b"<i>v%d</i>" % i for i in range(40)),
+     "text/html"),
+    ("indentation-whitespace-in-pre", b"<pre>" + b"".join(b"<b>w%d</b>" % i + b" " * 300
+                                                          for i in range(40))
+     + b"<a href=pre.html>pre</a></pre>", "text/html"),
+    ("whitespace-only", b"   \n\t  ", "text/html"),
+    ("comment-only", b"<!-- nothing here -->", "text/html"),
+    ("deep-unclosed", b"<div><span>" * 300 + b"<a href=deep.html>deep</a>", "text/html"),
+]
+
+
+@pytest.mark.parametrize(
+    "body,content_type",
+    [pytest.param(body, ctype, id=name) for name, body, ctype in TRICKY_PAGES]
+    + [pytest.param(body, "text/html", id=f"representative-{i}")
+       for i, body in enumerate(REPRESENTATIVE_PAGES)],
+)
+def test_lxml_matches_bs4(body, content_type):
+    bs4_result = parse_html(URL, body, content_type, backend="bs4")
+    lxml_result = parse_html(URL, body, content_type, backend="lxml")
+    assert lxml_result == bs4_result
+    assert set(lxml_result) == RESULT_KEYS
+
+
+def test_lxml_backend_builds_no_soup(monkeypatch):
+    """The lxml backend is libxml2's events, not bs4 under another name."""
+    import crawlkit.parse.backends as backends
+
+    def no_soup(*args, **kwargs):
+        raise AssertionError("BeautifulSoup used")
+
+    monkeypatch.setattr(backends, "BeautifulSoup", no_soup)
+    result = parse_html(URL, page("<p>x <a href='/y'>y</a></p>"), "text/html", backend="lxml")
+    assert (result["text"], result["error"]) == ("x y", None)
+    assert [link["url"] for link in result["outlinks"]] == ["http://example.com/y"]
+    assert "AssertionError" in parse_html(URL, page("x"), "text/html", backend="bs4")["error"]
