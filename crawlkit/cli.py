@@ -25,6 +25,7 @@ STAGES = {
     "parse": "parse a segment's fetched content",
     "updatedb": "apply a fetched and parsed segment to the crawldb and link table",
     "score": "run a scorer (PageRank, OPIC, ...) and write the scores to the crawldb",
+    "evict": "apply the limited buffer (crawl.buffer_pages): evict the lowest-scored stored pages",
     "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
@@ -43,7 +44,7 @@ NOT_YET = {
 INSPECTION = ("stats", "dump", "top", "report")
 
 # Commands that change the crawl directory hold its lock while they run.
-WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "score", "crawl", "round"}
+WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "score", "evict", "crawl", "round"}
 
 
 def utc_now() -> datetime:
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
         if name in ("inject", "crawl"):
             p.add_argument("--seeds", required=(name == "inject"), help="seeds file, one URL per line")
-        if name in ("fetch", "parse", "updatedb", "score"):
+        if name in ("fetch", "parse", "updatedb", "score", "evict"):
             p.add_argument("--segment", help="segment name (default: the newest)")
         if name == "generate":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
@@ -208,6 +209,9 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         if args.list:
             return {"scorers": list_scorers()}
         return run_scoring(spark, conf["crawl.dir"], conf, now, args.segment)
+    if cmd == "evict":
+        from crawlkit.stages.evict import run_evict
+        return run_evict(spark, conf, now, args.segment or _latest_segment(spark, conf))
     if cmd == "round":
         from crawlkit.crawl import run_round
         abandoned = _abandon(args, spark, conf, now, say)
