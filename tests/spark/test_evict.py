@@ -67,3 +67,15 @@ def test_run_evict_keeps_at_most_b_pages_and_a_rerun_is_a_no_op(spark, tmp_path)
 def test_no_buffer_is_a_no_op(spark, tmp_path):
     conf = make_conf(crawl__dir=str(tmp_path))
     assert run_evict(spark, conf, NOW, "s1") == {"segment": "s1", "skipped": "no buffer"}
+
+
+def test_the_evict_command_applies_the_buffer_to_a_crawl_directory(spark, tmp_path, capsys):
+    import json
+
+    from crawlkit import cli
+    db(spark).write.format("delta").save(storage.crawldb_path(str(tmp_path)))
+    code = cli.main(["evict", "--crawl-dir", str(tmp_path), "--segment", "s1", "--quiet",
+                     "--now", NOW.isoformat(), "--conf", "crawl.buffer_pages=1"])
+    assert code == 0
+    counters = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (counters["evicted"], counters["readmitted"]) == (2, 0)   # 0.7 stays evicted below 0.9
