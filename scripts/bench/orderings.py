@@ -35,7 +35,8 @@ from crawlkit.spark import get_spark
 
 ORDERINGS = ["depth", "backlinks", "pagerank", "opic", "random"]
 LABELS = {"depth": "breadth-first", "backlinks": "backlink count (IB')",
-          "pagerank": "PageRank (IR')", "opic": "Adaptive OPIC", "random": "random"}
+          "pagerank": "PageRank (IR')", "opic": "Adaptive OPIC",
+          "random": "random order (crawled)"}  # not "random": that names the baseline
 HOT = "indegree:10,pagerank:1%"
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
 
