@@ -50,17 +50,31 @@ def make_links(spark):
     return build
 
 
-def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
-    """Exact PageRank by a dense linear solve (dangling pages follow the teleport vector)."""
+def link_matrix(nodes, edges):
+    """(M, out): M[dst, src] = 1 / out-degree(src) over distinct links; out: src -> targets."""
     index = {u: i for i, u in enumerate(nodes)}
-    n = len(nodes)
-    m = np.zeros((n, n))
+    m = np.zeros((len(nodes), len(nodes)))
     out = {}
     for s, d in set(edges):
         out.setdefault(s, set()).add(d)
     for s, ds in out.items():
         for d in ds:
             m[index[d], index[s]] = 1.0 / len(ds)
+    return m, out
+
+
+def leaky_pagerank(nodes, edges, damping=0.85):
+    """The paper's unnormalized recurrence R' = (1 - d) + d * sum R'(q)/c(q), solved exactly,
+    with dangling pages sending nothing (what GraphX iterates before rescaling)."""
+    m, _ = link_matrix(nodes, edges)
+    x = np.linalg.solve(np.eye(len(nodes)) - damping * m, np.full(len(nodes), 1.0 - damping))
+    return dict(zip(nodes, x))
+
+
+def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
+    """Exact PageRank by a dense linear solve (dangling pages follow the teleport vector)."""
+    n = len(nodes)
+    m, out = link_matrix(nodes, edges)
     v = np.full(n, 1.0 / n)
     if teleport:
         v = np.array([teleport.get(u, 0.0) for u in nodes], dtype=float)
@@ -74,3 +88,8 @@ def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
 @pytest.fixture
 def ref_pagerank():
     return reference_pagerank
+
+
+@pytest.fixture
+def ref_leaky_pagerank():
+    return leaky_pagerank

@@ -153,21 +153,6 @@ NO_DANGLING = [(A, B), (B, C), (C, A), (C, D), (D, A), (E, A)]
 NO_DANGLING_PAGES = [A, B, C, D, E]
 
 
-def leaky_pagerank(nodes, edges, damping=0.85):
-    """The paper's unnormalized recurrence R' = (1 - d) + d * sum R'(q)/c(q), solved exactly,
-    with dangling pages sending nothing (what GraphX iterates before rescaling)."""
-    index = {u: i for i, u in enumerate(nodes)}
-    m = np.zeros((len(nodes), len(nodes)))
-    out = {}
-    for s, d in set(edges):
-        out.setdefault(s, set()).add(d)
-    for s, ds in out.items():
-        for d in ds:
-            m[index[d], index[s]] = 1.0 / len(ds)
-    x = np.linalg.solve(np.eye(len(nodes)) - damping * m, np.full(len(nodes), 1.0 - damping))
-    return dict(zip(nodes, x))
-
-
 @pytest.fixture
 def graphx(spark):
     if not has_graphx_bridge(spark):
@@ -175,7 +160,7 @@ def graphx(spark):
     return spark
 
 
-def test_graphx_without_dangling_pages_is_n_times_the_reference(graphx, ref_pagerank):
+def test_graphx_without_dangling_pages_is_n_times_the_reference(graphx, ref_pagerank, ref_leaky_pagerank):
     spark = graphx
     edges = spark.createDataFrame(NO_DANGLING, "src string, dst string")
     nodes = spark.createDataFrame([(u,) for u in NO_DANGLING_PAGES], "url string")
@@ -184,18 +169,18 @@ def test_graphx_without_dangling_pages_is_n_times_the_reference(graphx, ref_page
     n = len(NO_DANGLING_PAGES)
     # The paper's form: R' = N * R, and it sums to N without any rescaling.
     assert l1(raw, {u: n * r for u, r in expected.items()}) < 1e-9
-    assert l1(raw, leaky_pagerank(NO_DANGLING_PAGES, NO_DANGLING, damping=D2)) < 1e-9
+    assert l1(raw, ref_leaky_pagerank(NO_DANGLING_PAGES, NO_DANGLING, damping=D2)) < 1e-9
     result = pagerank(spark, nodes, edges, damping=D2, tol=TOL, engine="graphx")
     assert result.engine == "graphx" and result.iterations == -1
     assert l1(as_dict(result.ranks), expected) < 1e-9
 
 
-def test_graphx_with_dangling_pages_leaks_then_rescales_to_n(graphx, graph, ref_pagerank):
+def test_graphx_with_dangling_pages_leaks_then_rescales_to_n(graphx, graph, ref_pagerank, ref_leaky_pagerank):
     spark = graphx
     nodes, edges = graph
     n = len(PAGES)
     raw = as_dict(graphx_raw(spark, nodes, edges, damping=D2, tol=TOL, max_iter=0))
-    leaky = leaky_pagerank(PAGES, CLEAN, damping=D2)
+    leaky = ref_leaky_pagerank(PAGES, CLEAN, damping=D2)
     # Dangling pages (e, f, h) send nothing: the unnormalized recurrence loses rank ...
     assert sum(leaky.values()) < 0.9 * n
     # ... and GraphX rescales it to sum N at the end (not 1, not the leaky sum).
