@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import BaseScorer, ScoringContext, register
 from crawlkit.scoring.links import prepare_links
@@ -116,20 +117,10 @@ def _from_arrow(spark: SparkSession, table: pa.Table) -> DataFrame:
     (10,000) rows would be 33 tasks for 325k ranks.
     """
     cores = max(1, spark.sparkContext.defaultParallelism)
-    settings = {"spark.sql.execution.arrow.localRelationThreshold": "0",
-                "spark.sql.execution.arrow.maxRecordsPerBatch":
-                    str(max(10_000, -(-table.num_rows // cores)))}
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
+    batch_rows = str(max(10_000, -(-table.num_rows // cores)))
+    with storage.session_setting(spark, "spark.sql.execution.arrow.localRelationThreshold", "0"), \
+            storage.session_setting(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", batch_rows):
         return spark.createDataFrame(table)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _h1(col: str):
