@@ -3,6 +3,7 @@ import pytest
 from chispa import assert_df_equality
 
 from crawlkit.scoring import get_scorer
+from conftest import as_dict
 
 A = "http://a.test/"
 P = {name: f"http://a.test/{name}.html" for name in ("url", "text", "surr", "title", "all", "none")}
@@ -93,3 +94,27 @@ def test_rw_learns_relatedness_without_lexicon(spark, context, crawldb, links, t
     assert got["http://a.test/x.html"] == pytest.approx(4 / 6)   # in 4 pages, all hot; k = 2
     assert got["http://a.test/z.html"] == pytest.approx(4 / 7)   # in 5 pages, 4 hot
     assert got["http://a.test/y.html"] == 0.0                    # 0 / 3: below c
+
+
+def test_focus_learns_from_dead_links(spark, context, crawldb, links, texts):
+    """Links named "course" that led to 404s stop being trusted; a live pattern keeps its rate."""
+    hub = "http://a.test/hub.html"
+    dead = [f"http://a.test/courses/old{i}.html" for i in range(6)]
+    live = [f"http://a.test/syl/{i}.html" for i in range(2)]
+    fresh = {"course": "http://a.test/courses/new.html", "syl": "http://a.test/syl/new.html"}
+    db = crawldb([{"url": hub, "status": "fetched", "depth": 0}]
+                 + [{"url": u, "status": "gone"} for u in dead]
+                 + [{"url": u, "status": "fetched"} for u in live]
+                 + [{"url": u} for u in fresh.values()])
+    link_df = links([(hub, u, {"anchor": "course"}) for u in dead + [fresh["course"]]]
+                    + [(hub, u, {"anchor": "notes"}) for u in live + [fresh["syl"]]])
+    text_df = texts([(hub, "Home", "welcome")] + [(u, "Course notes", "course") for u in live])
+
+    def focus_scores(learn):
+        ctx = context(db, link_df, text_df, focus__learn_from_dead_links=learn)
+        return as_dict(get_scorer("focus").score(ctx))
+
+    without, with_dead = focus_scores(False), focus_scores(True)
+    assert without[fresh["course"]] > without[fresh["syl"]]        # the topic word alone wins
+    assert with_dead[fresh["course"]] < with_dead[fresh["syl"]]    # six 404s taught otherwise
+    assert with_dead[fresh["syl"]] == pytest.approx(without[fresh["syl"]])

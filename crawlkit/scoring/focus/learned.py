@@ -16,6 +16,12 @@ comes in, features whose links keep leading to hot pages rise (``~hot`` when hot
 cluster, a course-number pattern, a directory name) and topic words that mislead fall.
 A link scores its best feature's rate; a page its best in-link's, plus the breadth-first
 tie-break. Nothing is fitted offline: every rate comes from the running crawl.
+
+A link whose target turned out ``gone`` (404, 410, robots-denied, or failing past the retry
+limit) is a labelled example too, a miss: following it brought no hot page
+(``focus.learn_from_dead_links``). Without it, features that keep pointing at dead pages
+(a stale "Courses" directory) are never corrected, and the crawl spends its budget on 404s.
+The base rate p0 stays the share of *parsed* pages that are hot.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from crawlkit.scoring.base import BaseScorer, ScoringContext, register
 from crawlkit.scoring.focus.metadata import all_words, by_target, link_words
 from crawlkit.scoring.focus.query import load_query
 from crawlkit.scoring.focus.relatedness import relatedness
+from crawlkit.status import Status
 
 
 def source_feature(distance_col: str, max_feature: int = 3) -> F.Column:
@@ -40,6 +47,16 @@ def link_features(ctx: ScoringContext) -> DataFrame:
     state = ctx.focus.select(F.col("url").alias("src"), F.col("hot_distance").alias("_d"))
     return (all_words(link_words(ctx.links)).join(state, on="src", how="left")
             .select("src", "dst", F.array_union("words", F.array(source_feature("_d"))).alias("words")))
+
+
+def link_outcomes(ctx: ScoringContext, judged: DataFrame) -> DataFrame:
+    """url, hot: what following a link to ``url`` brought: the parsed target's hot flag, and
+    with ``focus.learn_from_dead_links`` false for a target that is gone."""
+    if not ctx.conf["focus.learn_from_dead_links"]:
+        return judged
+    dead = (ctx.pages.filter(F.col("status") == Status.GONE.value)
+            .join(judged, on="url", how="left_anti").select("url", F.lit(False).alias("hot")))
+    return judged.unionByName(dead)
 
 
 def feature_rates(features: DataFrame, judged: DataFrame, rel: DataFrame, p0: float, k: float) -> DataFrame:
@@ -68,7 +85,7 @@ class LearnedFocus(BaseScorer):
         n = judged.agg(F.count("*").alias("n"), F.sum(F.col("hot").cast("int")).alias("h")).first()
         p0 = (n["h"] or 0) / n["n"] if n["n"] else 0.0
         features = link_features(ctx).localCheckpoint()
-        rates = feature_rates(features, judged, rel, p0, float(ctx.conf["focus.learn_prior"]))
+        rates = feature_rates(features, link_outcomes(ctx, judged), rel, p0, float(ctx.conf["focus.learn_prior"]))
         best = (features.select("dst", F.explode("words").alias("word"))
                 .join(rates, on="word", how="inner").groupBy("dst").agg(F.max("rate").alias("s")))
         return by_target(ctx, best)
