@@ -1,4 +1,7 @@
-"""The change_rate schedule's fetch budget (crawlkit.stages.refetch, hooked into generate)."""
+"""The change_rate schedule's fetch budget (crawlkit.stages.refetch, hooked into generate).
+
+Rows are held the way updatedb leaves them: ``fetch_time = (logical) fetch + fetch_interval``.
+"""
 from __future__ import annotations
 
 import math
@@ -8,19 +11,21 @@ import pytest
 
 from crawlkit.conf import make_conf
 from crawlkit.stages.generate import generate
+from crawlkit.stages.refetch import revisit_horizon
 
 from recrawlhelpers import NOW
 
-H = 3600
+H, D = 3600, 86400
 HOT_FAST, HOT_NEVER, COLD_FAST, MEDIUM = (f"http://{n}.test/" for n in ("hotfast", "hotnever", "coldfast", "medium"))
 RECENT, LOCKED = "http://recent.test/", "http://locked.test/"
 NEW1, NEW2, NEW3 = (f"http://new.test/p{i}" for i in (1, 2, 3))
 
 
 def held(url, score, changes, checks, age_s, **extra):
+    fetched = NOW - timedelta(seconds=age_s)
     base = dict(url=url, status="fetched", score=score, change_count=changes, check_count=checks,
-                fetch_interval=H, fetched_at=NOW - timedelta(seconds=age_s), signature="s",
-                fetch_time=NOW + timedelta(days=1))     # not due: the budget ignores fetch_time
+                fetch_interval=D, fetched_at=fetched, signature="s",
+                fetch_time=fetched + timedelta(seconds=D))   # not due yet: the budget ignores fetch_time
     base.update(extra)
     return base
 
@@ -28,35 +33,68 @@ def held(url, score, changes, checks, age_s, **extra):
 @pytest.fixture
 def crawldb(make_crawldb):
     return make_crawldb([
-        held(HOT_FAST, 0.5, 9, 10, 2 * H),
-        held(HOT_NEVER, 0.9, 0, 10, 2 * H),          # most important, but never changes
-        held(COLD_FAST, 0.01, 10, 10, 2 * H),
-        held(MEDIUM, 0.3, 2, 10, 2 * H, status="not_modified"),
+        held(HOT_FAST, 0.5, 9, 10, 20 * H),
+        held(HOT_NEVER, 0.9, 0, 10, 20 * H),         # most important, but never changes
+        held(COLD_FAST, 0.01, 10, 10, 20 * H),
+        held(MEDIUM, 0.3, 2, 10, 20 * H, status="not_modified"),
         held(RECENT, 0.8, 10, 10, 600),               # fetched 10 min ago < min_interval (1 h)
-        held(LOCKED, 0.8, 10, 10, 2 * H, generated_segment="other", generate_time=NOW),
+        held(LOCKED, 0.8, 10, 10, 20 * H, generated_segment="other", generate_time=NOW),
         dict(url=NEW1, score=0.05), dict(url=NEW2, score=0.04), dict(url=NEW3, score=0.03),
     ])
 
 
-def expected_priority(score, changes, checks, age, interval=H, high=31536000):
+def expected_priority(score, changes, checks, age, horizon, interval=D, high=31536000):
+    """importance x P(stale) x expected fresh share of the horizon (refetch.py's priority)."""
     rate = -math.log((checks - changes + 0.5) / (checks + 0.5)) / interval
     rate = max(rate, 1.0 / high)
-    return score * (1 - math.exp(-rate * age))
+    return score * (1 - math.exp(-rate * age)) * (1 - math.exp(-rate * horizon)) / (rate * horizon)
 
 
 def conf_for(**kw):
-    return make_conf(schedule__kind="change_rate", schedule__min_interval=H, **kw)
+    return make_conf(**{"schedule__kind": "change_rate", "schedule__min_interval": H, **kw})
 
 
 def test_budget_goes_to_importance_times_staleness(spark, crawldb):
-    # priorities: hot_fast 0.49, medium 0.10, cold_fast 0.0099, hot_never 0.0002
-    assert expected_priority(0.5, 9, 10, 2 * H) > expected_priority(0.3, 2, 10, 2 * H) \
-        > expected_priority(0.01, 10, 10, 2 * H) > expected_priority(0.9, 0, 10, 2 * H)
+    # 6 held pages, budget 2: horizon 3 rounds of 1 h (RECENT's copy is 10 min old, min_interval 1 h)
+    # priorities: hot_fast 0.36, medium 0.048, cold_fast 0.0077, hot_never 0.0021
+    p = lambda *a: expected_priority(*a, 20 * H, horizon=3 * H)  # noqa: E731
+    assert p(0.5, 9, 10) > p(0.3, 2, 10) > p(0.01, 10, 10) > p(0.9, 0, 10)
     rows = generate(crawldb, conf_for(schedule__budget=2, crawl__topN=4), NOW, "s1").collect()
     urls = [r.url for r in rows]
     assert urls[:2] == [HOT_FAST, MEDIUM]          # refetches, best priority first
     assert urls[2:] == [NEW1, NEW2]                 # the rest of topN: new URLs by score
     assert HOT_NEVER not in urls and RECENT not in urls and LOCKED not in urls
+
+
+def test_pages_changing_faster_than_they_can_be_revisited_lose(spark, make_crawldb):
+    # Equally important, both surely stale; FAST changes ~3x a day, SLOW ~0.2x a day. A copy of
+    # FAST taken now is stale again within hours: worth it only if the page comes up again soon.
+    fast, slow = "http://fast.test/", "http://slow.test/"
+    db = make_crawldb([held(fast, 0.5, 10, 10, 3 * D), held(slow, 0.5, 2, 10, 3 * D)])
+    assert expected_priority(0.5, 10, 10, 3 * D, horizon=H) > expected_priority(0.5, 2, 10, 3 * D, horizon=H)
+    assert expected_priority(0.5, 10, 10, 3 * D, horizon=5 * D) < expected_priority(0.5, 2, 10, 3 * D, horizon=5 * D)
+    pick = lambda horizon: [r.url for r in generate(  # noqa: E731
+        db, conf_for(schedule__budget=1, crawl__topN=1, schedule__horizon=horizon), NOW, "s1").collect()]
+    assert pick(H) == [fast]
+    assert pick(5 * D) == [slow]
+
+
+def test_revisit_horizon_is_one_pass_of_the_budget(spark, crawldb):
+    # 6 held pages (locked and recent ones included); the newest copy is 600 s old
+    assert revisit_horizon(crawldb, conf_for(), NOW, 2) == 3 * H              # round >= min_interval (1 h)
+    assert revisit_horizon(crawldb, conf_for(schedule__min_interval=60), NOW, 2) == 3 * 600
+    assert revisit_horizon(crawldb, conf_for(), NOW, 10) == H                 # at least one round
+    assert revisit_horizon(crawldb, conf_for(schedule__horizon=5 * D), NOW, 2) == 5 * D
+
+
+def test_age_is_taken_on_the_logical_clock(spark, make_crawldb):
+    # A crawl run at a logical --now before the wall clock: fetched_at (wall time of the
+    # response) is after now; the copy's age still comes from fetch_time - fetch_interval.
+    late = NOW + timedelta(days=300)
+    db = make_crawldb([held(HOT_FAST, 0.5, 9, 10, 20 * H, fetched_at=late),
+                       held(MEDIUM, 0.3, 2, 10, 20 * H, fetched_at=late)])
+    rows = generate(db, conf_for(schedule__budget=2, crawl__topN=2), NOW, "s1").collect()
+    assert [r.url for r in rows] == [HOT_FAST, MEDIUM]
 
 
 def test_budget_zero_means_top_n(spark, crawldb):
