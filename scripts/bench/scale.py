@@ -37,8 +37,12 @@ import math
 import os
 import shutil
 import sys
+import threading
 import time
+import urllib.request
+from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Iterator
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -50,11 +54,127 @@ from crawlkit.crawldb import new_entries  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
 from crawlkit.stages.generate import run_generate  # noqa: E402
-from crawlkit.stages.updatedb import run_updatedb  # noqa: E402
+from crawlkit.stages.updatedb import (  # noqa: E402
+    new_urls, outcomes, run_updatedb, segment_links, updated_entries)
 
 T0 = datetime(2026, 1, 1, 0, 0, 0)      # crawldb rows were created (and are due) then
 NOW = datetime(2026, 1, 2, 0, 0, 0)     # the round's logical time
+NOW2 = NOW + timedelta(days=1)          # the second round (the updatedb-vs-append segment)
 STAGES = ("generate", "updatedb", "pagerank_driver", "pagerank_distributed")
+RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big")
+MB = 2 ** 20
+# Delta MERGE/WRITE metrics kept from the commit a stage made: they show whether it rewrote
+# the crawldb (files removed, rows copied) or only marked rows (deletion vectors).
+DELTA_METRICS = ("numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsCopied",
+                 "numTargetFilesAdded", "numTargetFilesRemoved", "numTargetBytesAdded",
+                 "numTargetBytesRemoved", "numTargetDeletionVectorsAdded", "numFiles",
+                 "numOutputRows", "numOutputBytes", "scanTimeMs", "rewriteTimeMs", "executionTimeMs")
+
+
+class MemorySampler:
+    """Peak resident memory of the driver Python, the Spark JVM (driver and executor in local
+    mode) and pyspark's Python workers, sampled on a thread.
+
+    Why sampling: the JVM's own metrics (heap used, execution memory) say nothing about what
+    the process really holds (off-heap Arrow and Netty buffers, metaspace, the heap it grew
+    to), and the Python driver and workers are outside the JVM. Workers are forked from one
+    daemon, so their summed RSS counts shared pages more than once: an upper bound.
+    """
+
+    def __init__(self, interval: float = 0.2):
+        import psutil
+        self._psutil = psutil
+        self.me = psutil.Process()
+        self.interval = interval
+        self.peak = {"driver_py": 0, "jvm": 0, "workers": 0}
+        self._jvm = None
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def jvm(self):
+        """The java child process that pyspark's gateway started (found once)."""
+        if self._jvm is None:
+            for child in self.me.children(recursive=True):
+                try:
+                    if child.name().startswith("java"):
+                        self._jvm = child
+                        break
+                except self._psutil.Error:
+                    pass
+        return self._jvm
+
+    def sample(self) -> dict:
+        out = {"driver_py": self.me.memory_info().rss, "jvm": 0, "workers": 0}
+        jvm = self.jvm()
+        if jvm is not None:
+            try:
+                out["jvm"] = jvm.memory_info().rss
+                for child in jvm.children(recursive=True):
+                    out["workers"] += child.memory_info().rss
+            except self._psutil.Error:
+                pass
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            for key, value in self.sample().items():
+                self.peak[key] = max(self.peak[key], value)
+
+    @contextmanager
+    def peaks(self) -> Iterator[dict]:
+        """Peaks (MB) over the block, filled in when it ends."""
+        self.peak = self.sample()
+        result: dict = {}
+        yield result
+        final = self.sample()
+        result.update({k: round(max(self.peak[k], final[k]) / MB) for k in final})
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+class SparkMetrics:
+    """Jobs, stages, GC time and peak memory of the Spark work a benchmark stage started, read
+    from the Spark UI's REST API (the UI is on for the benchmark only).
+
+    ``exec_mb`` is the largest ``peakExecutionMemory`` of one stage (Spark sums the peaks of
+    the stage's tasks: with 2 cores at most 2 of them run at once, so this bounds, from
+    above, the sort/aggregation/join memory in use); ``heap_mb`` the largest JVM heap in use
+    the executor reported during those stages (``peakExecutorMetrics``, sampled at heartbeats).
+    """
+
+    def __init__(self, spark):
+        sc = spark.sparkContext
+        self.base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}" if sc.uiWebUrl else None
+
+    def get(self, path: str):
+        with urllib.request.urlopen(f"{self.base}/{path}", timeout=60) as resp:
+            return json.load(resp)
+
+    def mark(self) -> dict:
+        if not self.base:
+            return {}
+        jobs = self.get("jobs")
+        stages = self.get("stages")
+        return {"job": max((j["jobId"] for j in jobs), default=-1),
+                "stage": max((s["stageId"] for s in stages), default=-1), "gc_ms": self.gc_ms()}
+
+    def gc_ms(self) -> int:
+        return sum(e.get("totalGCTime", 0) for e in self.get("executors"))
+
+    def since(self, mark: dict) -> dict:
+        if not self.base:
+            return {}
+        jobs = [j for j in self.get("jobs") if j["jobId"] > mark["job"]]
+        stages = [s for s in self.get("stages") if s["stageId"] > mark["stage"]]
+        peaks = [s.get("peakExecutorMetrics") or {} for s in stages]
+        return {"jobs": len(jobs), "stages": len(stages),
+                "tasks": sum(s.get("numCompleteTasks", 0) for s in stages),
+                "gc_s": round((self.gc_ms() - mark["gc_ms"]) / 1000, 1),
+                "shuffle_mb": round(sum(s.get("shuffleWriteBytes", 0) for s in stages) / MB),
+                "input_mb": round(sum(s.get("inputBytes", 0) for s in stages) / MB),
+                "exec_mb": round(max((s.get("peakExecutionMemory", 0) for s in stages), default=0) / MB),
+                "heap_mb": round(max((p.get("JVMHeapMemory", 0) for p in peaks), default=0) / MB)}
 
 
 def url_of(idx, pages_per_host: int):
@@ -78,14 +198,18 @@ def build_tables(spark, crawl_dir: str, n: int, args, conf) -> dict:
 
     k = args.links_per_page
     src_idx = F.floor(F.col("id") / k).cast("long")
-    # a pseudo-random destination, never the source itself
-    dst_idx = F.pmod(src_idx + 1 + F.pmod(F.xxhash64(F.col("id"), F.lit(7)), F.lit(n - 1)), F.lit(n))
+    # Pseudo-random destinations, never the source and distinct per source by construction
+    # (offsets hash(src) + j * (n // k) differ by less than n - 1 for j < k), so no
+    # dropDuplicates: that was a shuffle of all N*k links just to build the table.
+    j = F.pmod(F.col("id"), F.lit(k))
+    offset = F.pmod(F.xxhash64(src_idx, F.lit(7)) + j * F.lit(max(1, n // k)), F.lit(n - 1))
+    dst_idx = F.pmod(src_idx + 1 + offset, F.lit(n))
     src, src_host = url_of(src_idx, args.pages_per_host)
     dst, dst_host = url_of(dst_idx, args.pages_per_host)
     links = spark.range(0, n * k, numPartitions=parts * 2).select(
         src.alias("src"), dst.alias("dst"), src_host.alias("src_host"), dst_host.alias("dst_host"),
         F.lit("anchor").alias("anchor"), F.lit(False).alias("nofollow"),
-        F.lit(T0).alias("first_seen"), F.lit(T0).alias("last_seen")).dropDuplicates(["src", "dst"])
+        F.lit(T0).alias("first_seen"), F.lit(T0).alias("last_seen"))
     link_path = storage.linkdb_path(crawl_dir)
     storage.ensure_table(spark, link_path, "links")
     schemas.conform(links, "links").write.format("delta").mode("append").save(link_path)
@@ -123,50 +247,158 @@ def timed(fn):
     return time.perf_counter() - t, out
 
 
-def run_size(spark, n: int, args) -> dict:
+class Probe:
+    """Times one benchmark stage and records its memory peaks and Spark work in ``row``."""
+
+    def __init__(self, spark, partial: str = ""):
+        self.spark = spark
+        self.partial = partial          # the row so far is written here after every stage
+        self.memory = MemorySampler()
+        self.metrics = SparkMetrics(spark)
+
+    def __call__(self, row: dict, name: str, fn):
+        self.spark.sparkContext.setJobGroup(name, name)
+        mark = self.metrics.mark()
+        with self.memory.peaks() as mem:
+            row[name], out = timed(fn)
+        row.setdefault("mem", {})[name] = {**mem, **self.metrics.since(mark)}
+        self.spark.sparkContext.setJobGroup("bench", "bench")
+        if self.partial:
+            with open(self.partial, "w") as f:
+                f.write(json.dumps(row) + "\n")
+        return out
+
+
+def last_commit(spark, path: str) -> dict:
+    """The Delta operation metrics of the table's newest commit (see DELTA_METRICS)."""
+    from delta.tables import DeltaTable
+    last = DeltaTable.forPath(spark, path).history(1).collect()[0]
+    metrics = last["operationMetrics"] or {}
+    return {"operation": last["operation"],
+            **{k: int(metrics[k]) for k in DELTA_METRICS if k in metrics}}
+
+
+def crawldb_files(spark, path: str) -> int:
+    from delta.tables import DeltaTable
+    return DeltaTable.forPath(spark, path).detail().collect()[0]["numFiles"]
+
+
+def run_size(spark, probe: Probe, n: int, args) -> dict:
+    """Build the tables for ``n``, then one round (generate, updatedb, PageRank) on them and,
+    if ``n`` is large enough, the updatedb-vs-append comparison with a ``--big-segment``."""
     crawl_dir = os.path.join(args.workdir, f"n{n}")
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    conf = make_conf(crawl__dir="file://" + crawl_dir, crawl__topN=args.segment,
+    uri = "file://" + crawl_dir
+    conf = make_conf(crawl__dir=uri, crawl__topN=args.segment,
                      spark__shuffle_partitions=args.shuffle_partitions)
-    spark.sparkContext.setCheckpointDir("file://" + os.path.join(crawl_dir, "_checkpoints"))
-    row = {"N": n, "K": args.segment, "iterations": args.iterations}
-    row["build"], info = timed(lambda: build_tables(spark, "file://" + crawl_dir, n, args, conf))
+    spark.sparkContext.setCheckpointDir(uri + "/_checkpoints")
+    row = {"N": n, "K": args.segment, "iterations": args.iterations, "load_start": os.getloadavg()}
+    info = probe(row, "build", lambda: build_tables(spark, uri, n, args, conf))
     row["L"] = info["links"]
+    db_path = storage.crawldb_path(uri)
+    row["files_built"] = crawldb_files(spark, db_path)
     print(f"N={n:,}: built crawldb and {row['L']:,} links in {row['build']:.0f} s", flush=True)
 
+    stages = set(args.stages.split(","))
     segment = "20260102000000"
-    row["generate"], gen = timed(lambda: run_generate(spark, conf, NOW, segment))
+    gen = probe(row, "generate", lambda: run_generate(spark, conf, NOW, segment))
     row["generated"] = gen["generated"]
+    row["delta_generate"] = last_commit(spark, db_path)
     print(f"N={n:,}: generate {row['generate']:.1f} s ({gen})", flush=True)
-    write_segment(spark, "file://" + crawl_dir, segment, n, args)
-    row["updatedb"], upd = timed(lambda: run_updatedb(spark, conf, NOW, segment))
-    row["new_urls"] = upd.get("new_urls")
-    print(f"N={n:,}: updatedb {row['updatedb']:.1f} s (new urls {upd.get('new_urls')})", flush=True)
+    if "updatedb" in stages:
+        write_segment(spark, uri, segment, n, args)
+        upd = probe(row, "updatedb", lambda: run_updatedb(spark, conf, NOW, segment))
+        row["new_urls"] = upd.get("new_urls")
+        row["delta_updatedb"] = last_commit(spark, db_path)
+        print(f"N={n:,}: updatedb {row['updatedb']:.1f} s (new urls {upd.get('new_urls')}) "
+              f"{row['delta_updatedb']}", flush=True)
 
-    db = spark.read.format("delta").load(storage.crawldb_path("file://" + crawl_dir))
-    links = spark.read.format("delta").load(storage.linkdb_path("file://" + crawl_dir))
+    # PageRank reads the tables as they are now, whatever the big segment adds to them
+    versions = (storage.table_version(spark, db_path), storage.table_version(spark, storage.linkdb_path(uri)))
+    if "big" in stages and args.big_segment and n >= 10 * args.big_segment:
+        update_vs_write(spark, probe, row, uri, n, args)
+    if "pagerank" in stages:
+        run_pagerank(spark, probe, row, uri, args, versions)
+    row["crawldb_bytes"] = du(os.path.join(crawl_dir, "crawldb"))
+    row["linkdb_bytes"] = du(os.path.join(crawl_dir, "linkdb"))
+    row["files_end"] = crawldb_files(spark, db_path)
+    row["load_end"] = os.getloadavg()
+    if not args.keep:
+        shutil.rmtree(crawl_dir, ignore_errors=True)
+    return row
+
+
+def run_pagerank(spark, probe: Probe, row: dict, uri: str, args, versions: tuple[int, int]) -> None:
+    """Each PageRank engine over the link table and the crawldb URLs (at ``versions``: after
+    the round's updatedb), result materialized."""
+    db = spark.read.format("delta").option("versionAsOf", versions[0]).load(storage.crawldb_path(uri))
+    links = spark.read.format("delta").option("versionAsOf", versions[1]).load(storage.linkdb_path(uri))
     nodes, edges = db.select("url"), links.select("src", "dst")
+    n = row["N"]
     for engine in args.engines.split(","):
+        name = f"pagerank_{engine}"
         if engine == "driver" and row["L"] > args.driver_max_edges:
-            row[f"pagerank_{engine}"] = None
+            row[name] = None
             continue
+
         def solve():
             res = pagerank(spark, nodes, edges, tol=0.0, max_iter=args.iterations, engine=engine)
             res.ranks.agg(F.sum("rank")).first()   # materialize the result
             return res
         try:
-            row[f"pagerank_{engine}"], res = timed(solve)
-            print(f"N={n:,}: pagerank {engine} {row[f'pagerank_{engine}']:.1f} s "
-                  f"({res.iterations} iterations)", flush=True)
+            res = probe(row, name, solve)
+            print(f"N={n:,}: pagerank {engine} {row[name]:.1f} s ({res.iterations} iterations)", flush=True)
         except Exception as exc:  # out of memory and the like: record, go on
-            row[f"pagerank_{engine}"] = None
+            row[name] = None
             row[f"error_{engine}"] = repr(exc)[:300]
             print(f"N={n:,}: pagerank {engine} failed: {exc!r}"[:400], flush=True)
-    row["crawldb_bytes"] = du(os.path.join(crawl_dir, "crawldb"))
-    row["linkdb_bytes"] = du(os.path.join(crawl_dir, "linkdb"))
-    if not args.keep:
-        shutil.rmtree(crawl_dir, ignore_errors=True)
-    return row
+
+
+def segment_rows(spark, conf, now: datetime, segment: str):
+    """The crawldb rows updatedb would write for ``segment`` (K updated + the new URLs),
+    built with updatedb's own functions and materialized, so writing them times only the
+    write."""
+    uri = conf["crawl.dir"]
+    content = storage.read_segment_part(spark, uri, segment, "content", "content")
+    parsed = storage.read_segment_part(spark, uri, segment, "parse", "parse")
+    crawldb = spark.read.format("delta").load(storage.crawldb_path(uri))
+    links = segment_links(content, parsed, conf, now)
+    updates = schemas.conform(updated_entries(crawldb, outcomes(content, parsed), conf, now), "crawldb")
+    rows = updates.unionByName(new_urls(links, crawldb, conf, now)).localCheckpoint(eager=True)
+    return rows, rows.count()
+
+
+def update_vs_write(spark, probe: Probe, row: dict, uri: str, n: int, args):
+    """Issue #12's second target: updatedb with a ``--big-segment`` of K URLs against simply
+    writing that segment's crawldb rows (the K updated + the new ones) in the same run.
+
+    Two baselines: the rows written as a new Delta table, and appended to the crawldb itself
+    (same table, same log and commit protocol: what any update of it must at least pay). The
+    append adds duplicate URLs: PageRank afterwards reads the crawldb at the version before.
+    """
+    k = args.big_segment
+    conf = make_conf(crawl__dir=uri, crawl__topN=k, spark__shuffle_partitions=args.shuffle_partitions)
+    segment = "20260103000000"
+    gen = probe(row, "generate_big", lambda: run_generate(spark, conf, NOW2, segment))
+    write_segment(spark, uri, segment, n, args)
+    rows, count = segment_rows(spark, conf, NOW2, segment)
+    row["big"] = {"K": k, "generated": gen["generated"], "rows": count}
+    upd = probe(row, "updatedb_big", lambda: run_updatedb(spark, conf, NOW2, segment))
+    row["big"]["new_urls"] = upd.get("new_urls")
+    row["delta_updatedb_big"] = last_commit(spark, storage.crawldb_path(uri))
+    probe(row, "write_big", lambda: rows.write.format("delta").save(uri + "/segment_rows"))
+    print(f"N={n:,}: K={k:,} ({count:,} rows): updatedb {row['updatedb_big']:.1f} s, "
+          f"write as a new table {row['write_big']:.1f} s -> {row['updatedb_big'] / row['write_big']:.2f}x; "
+          f"{row['delta_updatedb_big']}", flush=True)
+    append_to_crawldb(probe, row, rows, storage.crawldb_path(uri), spark)
+
+
+def append_to_crawldb(probe: Probe, row: dict, rows, db_path: str, spark) -> None:
+    """The segment's rows appended to the crawldb (the other baseline of update_vs_write)."""
+    probe(row, "append_big", lambda: rows.write.format("delta").mode("append").save(db_path))
+    row["delta_append_big"] = last_commit(spark, db_path)
+    print(f"N={row['N']:,}: append to crawldb {row['append_big']:.1f} s -> "
+          f"updatedb / append {row['updatedb_big'] / row['append_big']:.2f}x", flush=True)
 
 
 def du(path: str) -> int:
@@ -191,22 +423,71 @@ def fmt(v) -> str:
     return "–" if v is None else f"{v:,.1f}"
 
 
+def exponents(rows: list[dict], stages=STAGES) -> list[str]:
+    """Growth exponents per stage: between each pair of consecutive sizes and over all."""
+    out = []
+    for stage in stages:
+        pts = [(r["N"], r.get(stage)) for r in rows if r.get(stage)]
+        pairs = [f"{a[0]:.0e}->{b[0]:.0e}: {slope([a, b]):.2f}" for a, b in zip(pts, pts[1:])]
+        total = slope(pts)
+        if total is not None:
+            out.append(f"| {stage} | {'; '.join(pairs)} | **{total:.2f}** |")
+    return out
+
+
+def memory_table(rows: list[dict]) -> list[str]:
+    out = ["| N | stage | s | driver Python MB | JVM RSS MB | Python workers MB | JVM heap MB "
+           "| peak execution MB | GC s | jobs | stages | shuffle write MB |",
+           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        for stage, m in r.get("mem", {}).items():
+            out.append(f"| {r['N']:,} | {stage} | {fmt(r.get(stage))} | {m['driver_py']:,} | {m['jvm']:,} "
+                       f"| {m['workers']:,} | {m.get('heap_mb', '–')} | {m.get('exec_mb', '–')} "
+                       f"| {m.get('gc_s', '–')} | {m.get('jobs', '–')} | {m.get('stages', '–')} "
+                       f"| {m.get('shuffle_mb', '–')} |")
+    return out
+
+
+def ratio(row: dict, baseline: str) -> str:
+    """updatedb_big over a baseline's time, or a dash if the baseline did not run."""
+    return f"{row['updatedb_big'] / row[baseline]:.2f}" if row.get(baseline) else "–"
+
+
+def ratio_table(rows: list[dict]) -> list[str]:
+    out = ["| N | K (big segment) | rows written (K updated + new) | updatedb s | append to crawldb s "
+           "| write as new table s | updatedb / append | updatedb / write | crawldb MERGE: files removed "
+           "/ added, rows copied, DVs added |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if "updatedb_big" not in r:
+            continue
+        d = r.get("delta_updatedb_big", {})
+        out.append(f"| {r['N']:,} | {r['big']['K']:,} | {r['big']['rows']:,} | {fmt(r['updatedb_big'])} "
+                   f"| {fmt(r.get('append_big'))} | {fmt(r.get('write_big'))} "
+                   f"| **{ratio(r, 'append_big')}** | {ratio(r, 'write_big')} "
+                   f"| {d.get('numTargetFilesRemoved', '?')} / {d.get('numTargetFilesAdded', '?')}, "
+                   f"{d.get('numTargetRowsCopied', '?'):,}, {d.get('numTargetDeletionVectorsAdded', '?')} |")
+    return out
+
+
 def table(rows: list[dict]) -> str:
     rows = sorted(rows, key=lambda r: r["N"])
     out = ["| N (crawldb rows) | L (links) | K (segment) | build s | generate s | updatedb s "
-           "| PageRank driver s | PageRank distributed s | crawldb MB | linkdb MB |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| PageRank driver s | PageRank distributed s | crawldb MB | linkdb MB | load (1 min) start/end |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
+        load = "/".join(f"{r[k][0]:.1f}" for k in ("load_start", "load_end") if k in r) or "–"
         out.append(f"| {r['N']:,} | {r['L']:,} | {r['K']:,} | {fmt(r.get('build'))} | {fmt(r.get('generate'))} "
                    f"| {fmt(r.get('updatedb'))} | {fmt(r.get('pagerank_driver'))} "
-                   f"| {fmt(r.get('pagerank_distributed'))} | {r.get('crawldb_bytes', 0) / 2**20:,.0f} "
-                   f"| {r.get('linkdb_bytes', 0) / 2**20:,.0f} |")
-    out.append("")
-    exps = []
-    for stage in STAGES:
-        s = slope([(r["N"], r.get(stage)) for r in rows])
-        exps.append(f"{stage} {s:.2f}" if s is not None else f"{stage} –")
-    out.append("Growth exponents (log-log slope of time against N): " + ", ".join(exps))
+                   f"| {fmt(r.get('pagerank_distributed'))} | {r.get('crawldb_bytes', 0) / MB:,.0f} "
+                   f"| {r.get('linkdb_bytes', 0) / MB:,.0f} | {load} |")
+    out += ["", "Growth exponents (log-log slope of time against N):", "",
+            "| stage | between sizes | least squares over all |", "|---|---|---:|"]
+    out += exponents(rows)
+    out += ["", "Peak memory and Spark work per stage:", ""] + memory_table(rows)
+    ratio = ratio_table(rows)
+    if len(ratio) > 2:
+        out += ["", "updatedb against a plain write of the segment's crawldb rows:", ""] + ratio
     return "\n".join(out)
 
 
@@ -225,6 +506,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="", help="append one JSON line per size to this file")
     ap.add_argument("--table", default="", help="print the table of a --json file and exit")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic tables")
+    ap.add_argument("--big-segment", type=float, default=1e5,
+                    help="K of the updatedb-vs-append comparison, run where N >= 10 K (0: skip)")
+    ap.add_argument("--stages", default="updatedb,big,pagerank",
+                    help="which of updatedb (K = --segment), big (--big-segment vs a plain write) and "
+                         "pagerank to run after generate (to fit a large N in the time there is)")
+    ap.add_argument("--event-log", default="", help="write Spark's event log to this directory")
     args = ap.parse_args(argv)
     if args.table:
         with open(args.table) as f:
@@ -232,21 +519,36 @@ def main(argv=None) -> int:
         return 0
     args.segment = int(args.segment)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
+    args.big_segment = int(args.big_segment)
     conf = make_conf(spark__driver_memory=args.driver_memory,
                      spark__shuffle_partitions=args.shuffle_partitions,
-                     crawl__dir="file://" + args.workdir)
+                     crawl__dir="file://" + args.workdir, spark__ui=True,
+                     spark__extra=spark_extra(args))
     os.makedirs(args.workdir, exist_ok=True)
     spark = get_spark(conf)
+    probe = Probe(spark, args.json + ".partial" if args.json else "")
     rows = []
     for n in sizes:
-        row = run_size(spark, n, args)
+        row = run_size(spark, probe, n, args)
         rows.append(row)
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(row) + "\n")
     print(table(rows))
+    probe.memory.close()
     spark.stop()
     return 0
+
+
+def spark_extra(args) -> dict:
+    """The UI (for its REST API: jobs, stages, memory per stage) keeps every job and stage of
+    a run; the event log, if asked for, keeps them for the history server afterwards."""
+    extra = {"spark.ui.retainedJobs": "100000", "spark.ui.retainedStages": "100000",
+             "spark.ui.retainedTasks": "1000", "spark.sql.ui.retainedExecutions": "100"}
+    if args.event_log:
+        os.makedirs(args.event_log, exist_ok=True)
+        extra.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + args.event_log})
+    return extra
 
 
 if __name__ == "__main__":
