@@ -19,15 +19,25 @@ and times the stages on them:
   iterations, ranks materialized). The driver engine is skipped above ``--driver-max-edges``.
 
 Building the synthetic tables is timed too (``build``) but is not part of a round. The table
-is printed as markdown, with the log-log slope (growth exponent) of each stage between the
-smallest and largest N measured; ``--json`` appends one JSON line per N (partial results
-survive a timeout).
+is printed as markdown, with the log-log slope (growth exponent) of each stage between
+consecutive sizes and fitted over all of them; ``--json`` appends one JSON line per N, and
+the row so far is rewritten to ``<json>.partial`` after every stage (a size that does not
+finish still leaves its stages).
+
+With ``--big-segment`` K' (default 10^5, at sizes N >= 10 K'), a second round measures issue
+#12's other target: ``run_updatedb`` with a K'-URL segment against writing the same crawldb
+rows (K' updated + the new URLs) as a new Delta table and as an append to the crawldb.
+Every stage also records peak memory (RSS of the driver Python, the Spark JVM and the Python
+workers, sampled; JVM heap, peak execution memory, GC, jobs and shuffle bytes from Spark's
+REST API) and the Delta metrics of its commit (files removed, rows copied, deletion vectors),
+which show whether a MERGE rewrote the crawldb.
 
 Usage::
 
-    .venv/bin/python scripts/bench/scale.py --sizes 1e5,1e6,1e7 [--segment 1e4] [--iterations 10]
-        [--engines driver,distributed] [--workdir /tmp/crawlkit-scale] [--json results.jsonl]
-    .venv/bin/python scripts/bench/scale.py --table results.jsonl     # the table from saved lines
+    .venv/bin/python scripts/bench/scale.py --sizes 1e4,1e5,1e6,1e7 [--segment 1e4] [--iterations 10]
+        [--big-segment 1e5] [--stages updatedb,big,pagerank] [--engines driver,distributed]
+        [--workdir /tmp/crawlkit-scale] [--json results.jsonl] [--event-log DIR]
+    .venv/bin/python scripts/bench/scale.py --table results.jsonl     # the tables from saved lines
 """
 from __future__ import annotations
 
@@ -423,6 +433,11 @@ def fmt(v) -> str:
     return "–" if v is None else f"{v:,.1f}"
 
 
+def megabytes(v) -> str:
+    """Bytes as MB, or a dash for a partial row (sizes are read when a size ends)."""
+    return "–" if v is None else f"{v / MB:,.0f}"
+
+
 def exponents(rows: list[dict], stages=STAGES) -> list[str]:
     """Growth exponents per stage: between each pair of consecutive sizes and over all."""
     out = []
@@ -479,11 +494,11 @@ def table(rows: list[dict]) -> str:
         load = "/".join(f"{r[k][0]:.1f}" for k in ("load_start", "load_end") if k in r) or "–"
         out.append(f"| {r['N']:,} | {r['L']:,} | {r['K']:,} | {fmt(r.get('build'))} | {fmt(r.get('generate'))} "
                    f"| {fmt(r.get('updatedb'))} | {fmt(r.get('pagerank_driver'))} "
-                   f"| {fmt(r.get('pagerank_distributed'))} | {r.get('crawldb_bytes', 0) / MB:,.0f} "
-                   f"| {r.get('linkdb_bytes', 0) / MB:,.0f} | {load} |")
+                   f"| {fmt(r.get('pagerank_distributed'))} | {megabytes(r.get('crawldb_bytes'))} "
+                   f"| {megabytes(r.get('linkdb_bytes'))} | {load} |")
     out += ["", "Growth exponents (log-log slope of time against N):", "",
             "| stage | between sizes | least squares over all |", "|---|---|---:|"]
-    out += exponents(rows)
+    out += exponents(rows, STAGES + ("generate_big", "updatedb_big"))
     out += ["", "Peak memory and Spark work per stage:", ""] + memory_table(rows)
     ratio = ratio_table(rows)
     if len(ratio) > 2:
