@@ -293,28 +293,41 @@ def crawldb_files(spark, path: str) -> int:
     return DeltaTable.forPath(spark, path).detail().collect()[0]["numFiles"]
 
 
+def bench_conf(uri: str, top_n: int, args):
+    """The conf of a benchmark round. The fetch-list policy is pinned to plain score order:
+    the default may change (it did, to ``interleave``, during a run) and the benchmark
+    measures one policy across sizes."""
+    return make_conf(crawl__dir=uri, crawl__topN=top_n, generate__policy="score",
+                     spark__shuffle_partitions=args.shuffle_partitions)
+
+
 def run_size(spark, probe: Probe, n: int, args) -> dict:
     """Build the tables for ``n``, then one round (generate, updatedb, PageRank) on them and,
     if ``n`` is large enough, the updatedb-vs-append comparison with a ``--big-segment``."""
     crawl_dir = os.path.join(args.workdir, f"n{n}")
-    shutil.rmtree(crawl_dir, ignore_errors=True)
     uri = "file://" + crawl_dir
-    conf = make_conf(crawl__dir=uri, crawl__topN=args.segment,
-                     spark__shuffle_partitions=args.shuffle_partitions)
+    db_path = storage.crawldb_path(uri)
+    conf = bench_conf(uri, args.segment, args)
     spark.sparkContext.setCheckpointDir(uri + "/_checkpoints")
     row = {"N": n, "K": args.segment, "iterations": args.iterations, "load_start": os.getloadavg()}
-    info = probe(row, "build", lambda: build_tables(spark, uri, n, args, conf))
-    row["L"] = info["links"]
-    db_path = storage.crawldb_path(uri)
-    row["files_built"] = crawldb_files(spark, db_path)
-    print(f"N={n:,}: built crawldb and {row['L']:,} links in {row['build']:.0f} s", flush=True)
+    if args.reuse and storage.is_delta(spark, db_path):
+        # the tables (and any round already run on them) of an earlier run that stopped
+        row["reused"] = True
+        row["L"] = spark.read.format("delta").load(storage.linkdb_path(uri)).count()
+    else:
+        shutil.rmtree(crawl_dir, ignore_errors=True)
+        info = probe(row, "build", lambda: build_tables(spark, uri, n, args, conf))
+        row["L"] = info["links"]
+        row["files_built"] = crawldb_files(spark, db_path)
+        print(f"N={n:,}: built crawldb and {row['L']:,} links in {row['build']:.0f} s", flush=True)
 
     stages = set(args.stages.split(","))
     segment = "20260102000000"
-    gen = probe(row, "generate", lambda: run_generate(spark, conf, NOW, segment))
-    row["generated"] = gen["generated"]
-    row["delta_generate"] = last_commit(spark, db_path)
-    print(f"N={n:,}: generate {row['generate']:.1f} s ({gen})", flush=True)
+    if "generate" in stages:
+        gen = probe(row, "generate", lambda: run_generate(spark, conf, NOW, segment))
+        row["generated"] = gen["generated"]
+        row["delta_generate"] = last_commit(spark, db_path)
+        print(f"N={n:,}: generate {row['generate']:.1f} s ({gen})", flush=True)
     if "updatedb" in stages:
         write_segment(spark, uri, segment, n, args)
         upd = probe(row, "updatedb", lambda: run_updatedb(spark, conf, NOW, segment))
@@ -387,7 +400,7 @@ def update_vs_write(spark, probe: Probe, row: dict, uri: str, n: int, args):
     append adds duplicate URLs: PageRank afterwards reads the crawldb at the version before.
     """
     k = args.big_segment
-    conf = make_conf(crawl__dir=uri, crawl__topN=k, spark__shuffle_partitions=args.shuffle_partitions)
+    conf = bench_conf(uri, k, args)
     segment = "20260103000000"
     gen = probe(row, "generate_big", lambda: run_generate(spark, conf, NOW2, segment))
     write_segment(spark, uri, segment, n, args)
@@ -523,9 +536,11 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the synthetic tables")
     ap.add_argument("--big-segment", type=float, default=1e5,
                     help="K of the updatedb-vs-append comparison, run where N >= 10 K (0: skip)")
-    ap.add_argument("--stages", default="updatedb,big,pagerank",
-                    help="which of updatedb (K = --segment), big (--big-segment vs a plain write) and "
-                         "pagerank to run after generate (to fit a large N in the time there is)")
+    ap.add_argument("--stages", default="generate,updatedb,big,pagerank",
+                    help="which of generate and updatedb (K = --segment), big (--big-segment vs a plain "
+                         "write) and pagerank to run (to fit a large N in the time there is)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the tables left in --workdir by a run that stopped (with --keep or a crash)")
     ap.add_argument("--event-log", default="", help="write Spark's event log to this directory")
     args = ap.parse_args(argv)
     if args.table:
