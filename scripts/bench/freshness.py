@@ -1,187 +1,310 @@
-"""Freshness of fixed, adaptive and change-rate schedules over a simulated month of a changing web.
+"""Freshness of fixed, adaptive and change-rate schedules over a simulated month, with the real crawler.
 
-The web is the replay web's change model (crawlkit.replay.changes.ChangeModel, in process:
-the same change times the replay server serves): PAGES pages whose change classes mix never /
-1 day / 1 week. The crawler fetches every page once at day 0, then runs one round per
-simulated day for DAYS days, each round fetching at most BUDGET pages, under each schedule:
+The web is the replay web (``crawlkit.replay.ReplayServer``): a generated web of PAGES pages
+whose change classes (``crawlkit.replay.changes``) mix never / 1 day / 1 week, served under
+the replay clock, which this script sets. For each schedule, one crawl after the other in
+one Spark session (crawls in threads of one session break Delta MERGE):
 
-* fixed: due pages (fetch_time <= now), best score first, interval = PAGES / BUDGET days
-  (the interval that spends the budget exactly);
-* adaptive: the same rule with crawlkit's adaptive interval (x(1+inc) unchanged, x(1-dec)
-  changed, clamped to [min, max]);
-* change_rate: crawlkit.stages.refetch's rule: held pages fetched >= min_interval ago, ranked
-  by score x (1 - exp(-rate x age)), rate = Cho & Garcia-Molina's estimate from the page's
-  change/check counts, top BUDGET.
+* day 0: inject every page, one round fetching all of them (``crawl.topN`` = PAGES);
+* days 1..DAYS: set the replay clock to the day, then one real round at that logical ``now``
+  (``crawlkit.crawl.run_round``: generate -> fetch -> parse -> updatedb -> score) with
+  ``crawl.topN`` = BUDGET (and ``schedule.budget`` = BUDGET under change_rate), so every
+  schedule has the same fetch budget. fixed: ``default_interval`` = PAGES / BUDGET days, the
+  interval that spends the budget; adaptive and change_rate start there, within [1 day, 30 days].
 
-The per-fetch bookkeeping is updatedb's (crawlkit.stages.updatedb.updated_entries: a fetch
-compares signatures, change_count/check_count, next interval from crawlkit.schedule); the
-decisions are the same formulas evaluated in plain Python/numpy instead of Spark (on the
-loaded 2-core machine a Spark round takes minutes; 3 schedules x 30 rounds would take hours).
+Freshness is measured on the crawldb the rounds leave: after each round the bench reads each
+page's stored ETag and compares it with the ETag the change model gives the page at sample
+times (the round's time and ``--samples`` - 1 more points before the next round), computed
+in process from the same change model and seed as the server, never from the wall clock.
+A page is fresh when its copy is the current version. Importance-weighted freshness weighs
+each page by the crawl's own score (PageRank) after the day-0 round, frozen so that all
+schedules are measured with the same weights (the day-0 rounds are identical).
 
-Freshness at time t = share of pages whose copy equals the page's current version (version
-number from the change model); importance-weighted freshness weighs each page by its score
-(a fixed Zipf importance, independent of the change class). Both are averaged over hourly
-samples of days 1..DAYS.
+Both are averaged over days 1..DAYS and again over the days after the start-up transient
+(from PAGES / BUDGET + 1: fixed and adaptive have nothing due until day PAGES / BUDGET).
 
-    python scripts/bench/freshness.py [--pages 300] [--days 30] [--budget 60] [--seed 1] [--markdown]
+Each schedule's per-round ETags are saved to ``WORKDIR/<schedule>.json``; a rerun skips the
+schedules already there (``--fresh`` starts over). ``--schedules`` runs some of them, so each
+can run in a process of its own (its own Spark session and replay server, one crawl per
+session) and a last ``--no-run`` prints the table; ``--no-run`` also rebuilds a schedule cut
+short (no JSON yet) from its crawl directory, up to its last finished round, and compares
+every schedule over the days all of them reached.
+
+    .venv/bin/python scripts/bench/freshness.py [--pages 200] [--days 30] [--budget 40] \\
+        [--seed 1] [--samples 6] [--workdir /tmp/crawlkit-freshness] [--markdown]
 """
 from __future__ import annotations
 
 import argparse
-import math
+import json
+import os
+import shutil
 import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
 
-import numpy as np
-
+from crawlkit import storage
+from crawlkit.conf import Conf, load_conf, parse_assignments
+from crawlkit.crawl import run_round
+from crawlkit.replay import ReplayServer
 from crawlkit.replay.changes import ChangeModel
+from crawlkit.replay.generated import GeneratedWeb
+from crawlkit.replay.synthetic import SyntheticSite
+from crawlkit.spark import get_spark
+from crawlkit.stages.inject import run_inject
 
-DAY = 86400.0
+DAY = 86400
 CHANGES = "0.4:never,0.3:1d,0.3:1w"
+START = datetime(2026, 1, 1)          # the logical time of replay clock 0
+SCHEDULES = ("fixed", "adaptive", "change_rate")
 
 
-def estimated_rate(changes: int, checks: int, interval: float) -> float:
-    """crawlkit.schedule.estimated_change_rate for one page."""
-    return -math.log((checks - changes + 0.5) / (checks + 0.5)) / interval
+def web_spec(pages: int, seed: int) -> str:
+    return f"gen:{pages},seed={seed}"
 
 
-class Schedule:
-    def __init__(self, kind, pages, budget, low, high, inc=0.4, dec=0.2, oracle=None, gap_interval=False,
-                 gain=False):
-        self.kind, self.budget, self.low, self.high, self.gain = kind, budget, low, high, gain
-        self.inc, self.dec, self.oracle, self.gap_interval = inc, dec, oracle, gap_interval
-        self.default = pages / budget * DAY if kind == "fixed" else (pages / budget * DAY)
-
-    def next_interval(self, interval, changed, changes, checks, gap):
-        if self.kind == "fixed":
-            return self.default
-        if self.kind == "adaptive":
-            new = interval * (1 - self.dec) if changed else interval * (1 + self.inc)
-        else:
-            i = gap if self.gap_interval else interval
-            rate = estimated_rate(changes, checks, i)
-            new = 1.0 / max(rate, 1.0 / self.high)
-        return min(max(new, self.low), self.high)
-
-    def rate(self, state, i):
-        """refetch.change_rate: the estimate, prior 1/fetch_interval, floored at 1/max."""
-        if self.oracle is not None:
-            return max(self.oracle[i], 1.0 / self.high)
-        if state["checks"][i] > 0:
-            r = estimated_rate(state["changes"][i], state["checks"][i], state["interval"][i])
-        else:
-            r = 1.0 / state["interval"][i]
-        return max(r, 1.0 / self.high)
-
-    def pick(self, state, score, now):
-        n = len(score)
-        if self.kind in ("fixed", "adaptive"):
-            due = [i for i in range(n) if state["fetch_time"][i] <= now]
-            due.sort(key=lambda i: (-score[i], i))
-            return due[: self.budget]
-        held = [i for i in range(n) if state["fetched_at"][i] <= now - self.low]
-        prio = {}
-        for i in held:
-            rate = self.rate(state, i)
-            prio[i] = score[i] * (1 - math.exp(-rate * (now - state["fetched_at"][i])))
-            if self.gain:   # times the expected share of the next round the new copy stays fresh
-                prio[i] *= (1 - math.exp(-rate * DAY)) / (rate * DAY)
-        held.sort(key=lambda i: (-prio[i], i))
-        return held[: self.budget]
+def schedule_conf(kind: str, crawl_dir: Path, proxy: str, args, extra: list[str]) -> Conf:
+    """The crawl's conf: only the schedule keys differ between schedules."""
+    return load_conf(overrides={
+        "crawl.dir": str(crawl_dir), "crawl.topN": args.budget,
+        "schedule.kind": kind, "schedule.budget": args.budget,
+        "schedule.default_interval": round(args.pages / args.budget * DAY),
+        "schedule.min_interval": DAY, "schedule.max_interval": 30 * DAY,
+        "fetcher.proxy": proxy, "fetcher.server_delay": 0.0, "fetcher.threads": 4,
+        "generate.max_per_host": 0, "generate.partitions": 2, "spark.shuffle_partitions": 2,
+        "scoring.engine": "driver", **parse_assignments(extra)})
 
 
-def simulate(schedule: Schedule, times: list[np.ndarray], score: np.ndarray, days: int,
-             weight: np.ndarray | None = None):
-    """(freshness, importance-weighted freshness, fetches); the schedule ranks by ``score``,
-    the weighted freshness weighs by ``weight`` (default: ``score``)."""
-    weight = score if weight is None else weight
-    n = len(score)
-    version = lambda i, t: int(np.searchsorted(times[i], t, side="right"))  # noqa: E731
-    start = schedule.default
-    state = {"held": [0] * n, "fetched_at": [0.0] * n, "interval": [start] * n,
-             "fetch_time": [start] * n, "changes": [0] * n, "checks": [0] * n}
-    samples_plain, samples_weighted, fetches = [], [], 0
-    for day in range(1, days + 1):
-        now = day * DAY
-        for i in schedule.pick(state, score, now):
-            v = version(i, now)
-            changed = v != state["held"][i]
-            gap = now - state["fetched_at"][i]
-            state["checks"][i] += 1
-            state["changes"][i] += int(changed)
-            state["interval"][i] = schedule.next_interval(state["interval"][i], changed, state["changes"][i],
-                                                          state["checks"][i], gap)
-            state["fetch_time"][i] = now + state["interval"][i]
-            state["held"][i], state["fetched_at"][i] = v, now
-            fetches += 1
-        for hour in range(24):
-            t = now + hour * 3600.0
-            fresh = np.array([state["held"][i] == version(i, t) for i in range(n)], dtype=float)
-            samples_plain.append(fresh.mean())
-            samples_weighted.append(float((fresh * weight).sum() / weight.sum()))
-    return float(np.mean(samples_plain)), float(np.mean(samples_weighted)), fetches
+def crawldb_rows(spark, conf: Conf) -> dict[str, dict]:
+    """URL -> {etag, score} of the crawldb as the round left it."""
+    db = storage.read_table(spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb")
+    return {r.url: {"etag": r.etag, "score": r.score} for r in db.select("url", "etag", "score").collect()}
 
 
-def web(pages: int, seed: int, days: int):
-    model = ChangeModel(CHANGES, seed)
-    urls = [f"http://s{i % 10}.sim.test/p{i}.html" for i in range(pages)]
-    horizon = (days + 1) * DAY
-    times = [np.array(model.change_times(u, horizon)) for u in urls]
-    rng = np.random.default_rng(seed)
-    score = 1.0 / (1.0 + rng.permutation(pages))          # Zipf importance, random w.r.t. change class
-    score = score / score.sum()
-    rates = np.array([model.rate(u) for u in urls])
-    return urls, times, score, rates, model
+def crawl_month(spark, server: ReplayServer, urls: list[str], kind: str, args, workdir: Path) -> dict:
+    """One schedule's month: day-0 crawl, then a round per day; the crawldb after each."""
+    crawl_dir = workdir / kind
+    shutil.rmtree(crawl_dir, ignore_errors=True)
+    crawl_dir.mkdir(parents=True)
+    seeds = crawl_dir / "seeds.txt"
+    seeds.write_text("\n".join(urls) + "\n")
+    conf = schedule_conf(kind, crawl_dir / "crawl", server.proxy_url, args, args.conf)
+    log = lambda m: print(f"[{kind}] {m}", file=sys.stderr, flush=True)  # noqa: E731
+    server.set_clock(0)
+    run_inject(spark, str(seeds), conf, START)
+    started = time.perf_counter()
+    first = run_round(spark, conf.with_overrides({"crawl.topN": args.pages}), START, log)
+    after = {0: crawldb_rows(spark, conf)}
+    fetches, seconds = {0: first.counters.get("fetch", {}).get("pages", 0)}, {0: sum(first.seconds.values())}
+    for day in range(1, args.days + 1):
+        server.set_clock(day * DAY)
+        report = run_round(spark, conf, START + timedelta(days=day), log)
+        fetches[day] = report.counters.get("fetch", {}).get("pages", 0)
+        seconds[day] = round(sum(report.seconds.values()), 1)
+        after[day] = crawldb_rows(spark, conf) if report.segment else after[day - 1]
+        log(f"day {day}: {fetches[day]} fetched, {seconds[day]} s")
+    return {"schedule": kind, "after": after, "fetches": fetches, "round_seconds": seconds,
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
-def run(pages=300, days=30, budget=60, seed=1):
-    urls, times, score, rates, model = web(pages, seed, days)
-    low, high = DAY, 30 * DAY
-    rows = []
-    for name, sched in (
-            ("fixed", Schedule("fixed", pages, budget, low, high)),
-            ("adaptive", Schedule("adaptive", pages, budget, low, high)),
-            ("change_rate", Schedule("change_rate", pages, budget, low, high)),
-            ("change_rate, estimator on actual check gaps", Schedule("change_rate", pages, budget, low, high,
-                                                                       gap_interval=True)),
-            ("change_rate, true rates (oracle bound)", Schedule("change_rate", pages, budget, low, high,
-                                                                 oracle=rates)),
-            ("change_rate, x expected fresh time until next round", Schedule("change_rate", pages, budget, low,
-                                                                              high, gain=True))):
-        plain, weighted, fetches = simulate(sched, times, score, days)
-        rows.append((name, plain, weighted, fetches))
-    # the same rule ranking by expected staleness alone (every page equally important)
-    uniform = np.full(pages, 1.0 / pages)
-    plain, weighted, fetches = simulate(Schedule("change_rate", pages, budget, low, high), times, uniform, days,
-                                        weight=score)
-    rows.append(("change_rate, staleness only (uniform scores)", plain, weighted, fetches))
-    classes = {}
+def freshness(result: dict, site: SyntheticSite, pages: int, weight: dict[str, float], days: range,
+              samples: int) -> tuple[float, float]:
+    """(freshness, importance-weighted freshness) averaged over ``samples`` points per day of
+    ``days``: the crawldb after day d's round against the pages' versions at d + k/samples."""
+    plain, weighted, total = [], [], sum(weight.values())
+    for day in days:
+        held = result["after"][day]
+        for k in range(samples):
+            t = (day + k / samples) * DAY
+            fresh = {site.graph.url(p) for p in range(pages)
+                     if (held.get(site.graph.url(p)) or {}).get("etag") == site.state(p, t)[2]}
+            plain.append(len(fresh) / pages)
+            weighted.append(sum(weight.get(u, 0.0) for u in fresh) / total)
+    return sum(plain) / len(plain), sum(weighted) / len(weighted)
+
+
+def class_of(model: ChangeModel, url: str) -> str:
+    interval = model.interval(url)
+    return "never" if interval is None else f"{interval / DAY:g}d"
+
+
+def per_class(result: dict, site: SyntheticSite, model: ChangeModel, pages: int, days: range,
+              samples: int) -> dict[str, float]:
+    """Freshness of each change class (same samples as :func:`freshness`)."""
+    fresh: dict[str, list[float]] = {}
+    for p in range(pages):
+        url = site.graph.url(p)
+        hits = [(result["after"][day].get(url) or {}).get("etag") == site.state(p, (day + k / samples) * DAY)[2]
+                for day in days for k in range(samples)]
+        fresh.setdefault(class_of(model, url), []).append(sum(hits) / len(hits))
+    return {c: sum(v) / len(v) for c, v in fresh.items()}
+
+
+def fetches_by_class(crawl_dir: Path, model: ChangeModel, last_day: int) -> dict[str, dict[str, int]]:
+    """Requests of days 1..``last_day`` per change class, and how many were answered 304 (the copy was
+    still current: a fetch that bought no freshness), from the segments' content."""
+    import pyarrow.parquet as pq
+    day0 = START.strftime("%Y%m%d%H%M%S")
+    counts: dict[str, dict[str, int]] = {}
+    for segment in sorted((crawl_dir / "segments").iterdir()):
+        if segment.name <= day0 or not (segment / "content").exists() or \
+                (datetime.strptime(segment.name[:14], "%Y%m%d%H%M%S") - START).days > last_day:
+            continue
+        content = pq.read_table(segment / "content", columns=["url", "http_status"]).to_pylist()
+        for row in content:
+            c = counts.setdefault(class_of(model, row["url"]), {"fetches": 0, "not_modified": 0})
+            c["fetches"] += 1
+            c["not_modified"] += int(row["http_status"] == 304)
+    return counts
+
+
+def from_segments(spark, kind: str, workdir: Path, days: int) -> dict:
+    """A schedule's result rebuilt from its crawl directory (``--no-run``, for a month cut
+    short): the ETag each page had in the crawldb after each finished round, replayed from the
+    segments' content with updatedb's rule (a 200 or 304 answer carries the page's current
+    ETag, which updatedb keeps), checked against the crawldb's own ``etag`` column as the last
+    finished round left it; the day-0 scores read from the crawldb's version after the day-0
+    scoring."""
+    import pyarrow.parquet as pq
+    from delta.tables import DeltaTable
+
+    crawl_dir = workdir / kind / "crawl"
+    held: dict[str, str] = {}
+    after, fetches, last, finished, seconds = {}, {}, -1, None, 0.0
+    for segment in sorted((crawl_dir / "segments").iterdir()):
+        if not (segment / "_stats" / "round.json").exists():
+            continue                                             # a round still running
+        day = (datetime.strptime(segment.name[:14], "%Y%m%d%H%M%S") - START).days
+        content = pq.read_table(segment / "content", columns=["url", "http_status", "headers"]).to_pylist()
+        for row in content:
+            etag = dict(row["headers"] or []).get("etag")
+            if row["http_status"] in (200, 304) and etag:
+                held[row["url"]] = etag
+        after[day] = {u: {"etag": e} for u, e in held.items()}
+        fetches[day] = len(content)
+        seconds += sum(json.loads((segment / "_stats" / "round.json").read_text())["seconds"].values())
+        last, finished = day, segment.name
+    db_path = storage.crawldb_path(str(crawl_dir))
+    history = DeltaTable.forPath(spark, db_path).history().select("version", "userMetadata").collect()
+    version = {r["userMetadata"]: r["version"] for r in history if r["userMetadata"]}
+    checked = version[f"score-pagerank:{finished}"]          # the crawldb as the last finished round left it
+    stored = {r.url: r.etag for r in storage.read_table(spark, db_path, "crawldb", version=checked)
+              .select("url", "etag").collect() if r.etag is not None}
+    if stored != held:
+        raise RuntimeError(f"{kind}: ETags replayed from the segments differ from the crawldb's "
+                           f"({len(set(stored.items()) ^ set(held.items()))} differences)")
+    day0 = version[f"score-pagerank:{START.strftime('%Y%m%d%H%M%S')}"]
+    for r in storage.read_table(spark, db_path, "crawldb", version=day0).select("url", "score").collect():
+        if r.url in after[0]:
+            after[0][r.url]["score"] = r.score
+    for day in range(1, min(days, last) + 1):     # a day with nothing due left no segment
+        after.setdefault(day, after[day - 1])
+        fetches.setdefault(day, 0)
+    return {"schedule": kind, "after": after, "fetches": fetches, "seconds": round(seconds, 1), "days": min(days, last)}
+
+
+def load_or_run(spark_factory, server_factory, urls, kind, args, workdir: Path) -> dict:
+    path = workdir / f"{kind}.json"
+    if path.exists():
+        result = json.loads(path.read_text())
+        result["after"] = {int(d): v for d, v in result["after"].items()}
+        return result
+    if args.no_run:
+        return from_segments(spark_factory(), kind, workdir, args.days)
+    result = crawl_month(spark_factory(), server_factory(), urls, kind, args, workdir)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, path)
+    return result
+
+
+def class_counts(model: ChangeModel, urls: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
     for u in urls:
-        iv = model.interval(u)
-        key = "never" if iv is None else f"{iv / DAY:g}d"
-        classes[key] = classes.get(key, 0) + 1
-    return rows, classes
+        counts[class_of(model, u)] = counts.get(class_of(model, u), 0) + 1
+    return counts
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--pages", type=int, default=300)
+    p.add_argument("--pages", type=int, default=200)
     p.add_argument("--days", type=int, default=30)
-    p.add_argument("--budget", type=int, default=60)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--budget", type=int, default=40, help="fetches per daily round, every schedule")
+    p.add_argument("--seed", type=int, default=1, help="seed of the generated web and its change model")
+    p.add_argument("--samples", type=int, default=6, help="freshness samples per day (the round's time first)")
+    p.add_argument("--steady-from", type=int, default=0,
+                   help="first day of the second average, once every schedule spends its budget (0 = PAGES/BUDGET + 1)")
+    p.add_argument("--schedules", default=",".join(SCHEDULES))
+    p.add_argument("--workdir", default="/tmp/crawlkit-freshness")
+    p.add_argument("--fresh", action="store_true", help="forget saved schedules in --workdir")
+    p.add_argument("--no-run", action="store_true",
+                   help="crawl nothing: a schedule not saved is rebuilt from its crawl directory (a partial month)")
+    p.add_argument("--conf", action="append", default=[], help="extra key=value for every crawl")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    a = p.parse_args(argv)
-    rows, classes = run(a.pages, a.days, a.budget, a.seed)
-    print(f"# {a.pages} pages ({', '.join(f'{k}: {v}' for k, v in sorted(classes.items()))}), "
-          f"{a.days} daily rounds of {a.budget} fetches, seed {a.seed}")
-    if a.markdown:
-        print("| schedule | freshness | importance-weighted freshness | fetches |")
-        print("| --- | ---: | ---: | ---: |")
-        for name, plain, weighted, fetches in rows:
-            print(f"| {name} | {plain:.3f} | {weighted:.3f} | {fetches} |")
-    else:
-        print(f"{'schedule':52s} {'freshness':>10s} {'weighted':>10s} {'fetches':>8s}")
-        for name, plain, weighted, fetches in rows:
-            print(f"{name:52s} {plain:10.3f} {weighted:10.3f} {fetches:8d}")
+    args = p.parse_args(argv)
+    workdir = Path(args.workdir)
+    args.steady_from = args.steady_from or args.pages // args.budget + 1
+    if args.fresh:
+        shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    spec = web_spec(args.pages, args.seed)
+    model = ChangeModel(CHANGES, args.seed)
+    site = SyntheticSite(GeneratedWeb(spec), model, args.seed)   # the server's pages, in process
+    urls = [site.graph.url(p) for p in range(args.pages)]
+    held: dict = {}
+
+    def spark_factory():
+        if "spark" not in held:
+            held["spark"] = get_spark(schedule_conf("fixed", workdir / "none", "", args, args.conf))
+        return held["spark"]
+
+    def server_factory():
+        if "server" not in held:
+            replay_dir = workdir / f"replay-{args.schedules.replace(',', '-')}"   # one per process
+            held["server"] = ReplayServer([spec], workdir=replay_dir, changes=CHANGES,
+                                          seed=args.seed).start()
+        return held["server"]
+
+    try:
+        results = [load_or_run(spark_factory, server_factory, urls, kind, args, workdir)
+                   for kind in args.schedules.split(",")]
+    finally:
+        if "server" in held:
+            held["server"].stop()
+    weight = {u: r["score"] for u, r in results[0]["after"][0].items() if u in set(urls)}
+    drift = max(abs(weight[u] - (res["after"][0].get(u) or {}).get("score", 0.0)) for res in results for u in weight)
+    days = min(res.get("days", args.days) for res in results)   # < DAYS only for a partial month (--no-run)
+    month, steady = range(1, days + 1), range(min(args.steady_from, days), days + 1)
+    rows = []
+    for res in results:
+        fetched = sum(v for d, v in res["fetches"].items() if 0 < int(d) <= days)
+        rows.append((res["schedule"], *freshness(res, site, args.pages, weight, month, args.samples),
+                     *freshness(res, site, args.pages, weight, steady, args.samples), fetched, res["seconds"]))
+    classes = ", ".join(f"{k}: {v}" for k, v in sorted(class_counts(model, urls).items()))
+    print(f"# {args.pages} pages ({classes}), {days} daily rounds of {args.budget} fetches, seed {args.seed}, "
+          f"{args.samples} samples a day; day-0 scores equal across schedules to {drift:.1e}")
+    head = ["schedule", f"freshness, days 1-{days}", "importance-weighted", f"freshness, days {steady.start}-{days}",
+            "importance-weighted", f"fetches, days 1-{days}", "seconds"]
+    print("| " + " | ".join(head) + " |" if args.markdown else "  ".join(head))
+    if args.markdown:
+        print("| --- |" + " ---: |" * (len(head) - 1))
+    for name, *values, fetched, seconds in rows:
+        cells = [name, *(f"{v:.3f}" for v in values), str(fetched), f"{seconds:.0f}"]
+        print("| " + " | ".join(cells) + " |" if args.markdown else "  ".join(cells))
+    print(f"\nBy change class: freshness (days 1-{days}) / requests (of which answered 304)")
+    kinds = sorted(class_counts(model, urls))
+    if args.markdown:
+        print("| schedule | " + " | ".join(kinds) + " |")
+        print("| --- |" + " ---: |" * len(kinds))
+    for res in results:
+        share = per_class(res, site, model, args.pages, month, args.samples)
+        counts = fetches_by_class(workdir / res["schedule"] / "crawl", model, days)
+        cells = [f"{share.get(k, 0):.3f} / {counts.get(k, {}).get('fetches', 0)} "
+                 f"({counts.get(k, {}).get('not_modified', 0)})" for k in kinds]
+        print(f"| {res['schedule']} | " + " | ".join(cells) + " |" if args.markdown
+              else f"{res['schedule']:14s} " + "  ".join(f"{k}: {c}" for k, c in zip(kinds, cells)))
     return 0
 
 
