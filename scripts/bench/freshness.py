@@ -65,14 +65,17 @@ def web_spec(pages: int, seed: int) -> str:
 
 
 def schedule_conf(kind: str, crawl_dir: Path, proxy: str, args, extra: list[str]) -> Conf:
-    """The crawl's conf: only the schedule keys differ between schedules."""
+    """The crawl's conf: only the schedule keys differ between schedules. The fetch list is
+    pinned to the plain score order (generate.policy = score, what the run in docs/recrawl.md
+    had) so that the comparison does not move with the policy's default."""
     return load_conf(overrides={
         "crawl.dir": str(crawl_dir), "crawl.topN": args.budget,
         "schedule.kind": kind, "schedule.budget": args.budget,
         "schedule.default_interval": round(args.pages / args.budget * DAY),
         "schedule.min_interval": DAY, "schedule.max_interval": 30 * DAY,
         "fetcher.proxy": proxy, "fetcher.server_delay": 0.0, "fetcher.threads": 4,
-        "generate.max_per_host": 0, "generate.partitions": 2, "spark.shuffle_partitions": 2,
+        "generate.max_per_host": 0, "generate.partitions": 2, "generate.policy": "score",
+        "spark.shuffle_partitions": 2,
         "scoring.engine": "driver", **parse_assignments(extra)})
 
 
