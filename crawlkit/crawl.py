@@ -66,13 +66,13 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
 
 def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport, stages, log) -> RoundReport:
     """The stages of the round after generate; round.json, written last, marks it finished."""
-    from crawlkit.scoring import run_scoring
+    from crawlkit.scoring.job import run_round_scoring
 
     segment = report.segment
     run = {"fetch": (run_fetch, spark, conf, now, segment),
            "parse": (run_parse, spark, conf, segment),
            "updatedb": (run_updatedb, spark, conf, now, segment),
-           "score": (run_scoring, spark, conf["crawl.dir"], conf, now, segment),
+           "score": (run_round_scoring, spark, conf["crawl.dir"], conf, now, segment),
            "evict": (run_evict, spark, conf, now, segment)}
     if conf["crawl.buffer_pages"] > 0 and "score" in stages:
         stages = (*stages, "evict")   # the buffer follows the fresh scores (idempotent, tagged)

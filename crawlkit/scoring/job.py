@@ -102,6 +102,25 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     return counters
 
 
+def run_round_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
+                      segment: str | None = None) -> dict:
+    """A round's scoring: ``scoring.scorer``, then every other metric the next fetch list
+    reads (``generate.interleave``, ``scoring.combine``), each in its own tagged MERGE.
+
+    Each MERGE recomputes ``score`` from the whole ``scores`` map, so the last one leaves it
+    consistent. Returns the main scorer's counters, with the others' under ``also``.
+    """
+    from crawlkit.stages.interleave import interleaved_metrics
+
+    counters = run_scoring(spark, crawl_dir, conf, now, segment)
+    needed = dict.fromkeys([*interleaved_metrics(conf), *conf["scoring.combine"]])
+    extra = [name for name in needed if name not in ("score", counters["scorer"])]
+    if extra:
+        counters["also"] = {name: run_scoring(spark, crawl_dir, conf, now, segment, scorer=name)
+                            for name in extra}
+    return counters
+
+
 def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame, result: DataFrame,
                  impl: Scorer, conf: Conf, tag: str, focus: DataFrame | None = None) -> int:
     """One MERGE: scores[name], score (combined) and the scorer's state columns; with

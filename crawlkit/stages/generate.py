@@ -4,7 +4,8 @@ Candidates are URLs due now (``fetch_time <= now``), not locked by a segment tha
 applied (the lock expires after ``generate.lock_timeout``, as Nutch's crawl.gen.delay), with
 an ordering score of at least ``generate.min_score``. Per-host and per-domain caps keep the
 best URLs of each host; then an exact global top-N by score (Spark's TakeOrderedAndProject,
-not Nutch's approximate per-reducer cut). The fetch list is hash-partitioned by host so one
+not Nutch's approximate per-reducer cut), or by several metrics in turn
+(``generate.policy = "interleave"``, crawlkit/stages/interleave.py). The fetch list is hash-partitioned by host so one
 host is in one partition: one fetch task owns a host, which is what makes politeness hold
 across executors.
 """
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.stages.hot_queue import QUEUE, with_queue
+from crawlkit.stages.interleave import interleaved, interleaved_metrics
 from crawlkit.status import Status
 
 NEVER_GENERATED = (Status.DUPLICATE.value, Status.EVICTED.value)
@@ -60,12 +62,29 @@ def cap_per_group(df: DataFrame, column: str, cap: int, order: list | None = Non
     return df.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") <= cap).drop("_rank")
 
 
+def tie_break(conf: Conf) -> list:
+    """How URLs of equal score are ordered (``generate.tie_break``).
+
+    ``hash`` (default) orders them by a hash of the URL: deterministic, but unrelated to the
+    URL's text, so a fetch list cut inside a tie takes a sample spread over the whole URL
+    space. ``url`` (alphabetical) takes the tie's first hosts and directories in sort order
+    round after round, a bias that compounds: those pages' links fill the next rounds' ties.
+    The URL itself stays the last key, for a total order.
+    """
+    kind = conf["generate.tie_break"]
+    if kind == "hash":
+        return [F.xxhash64("url"), F.col("url")]
+    if kind == "url":
+        return [F.col("url")]
+    raise ValueError(f"generate.tie_break = {kind!r}: expected hash or url")
+
+
 def order_key(conf: Conf) -> list:
-    """Sort order of the fetch list: the ordering score, then the URL for determinism
+    """Sort order of the fetch list: the ordering score, then the tie break
     (hot_queue: the hot queue first, see crawlkit/stages/hot_queue.py)."""
     if conf["generate.policy"] == "hot_queue":
-        return [F.col(QUEUE), F.col("score").desc(), F.col("url")]
-    return [F.col("score").desc(), F.col("url")]
+        return [F.col(QUEUE), F.col("score").desc(), *tie_break(conf)]
+    return [F.col("score").desc(), *tie_break(conf)]
 
 
 def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> DataFrame:
@@ -73,17 +92,24 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
     if conf["schedule.kind"] == "change_rate":  # refetches spend schedule.budget (stages/refetch.py)
         from crawlkit.stages.refetch import generate_change_rate
         return generate_change_rate(crawldb, conf, now, segment)
-    if conf["generate.policy"] not in ("score", "hot_queue"):
-        raise ValueError(f"generate.policy = {conf['generate.policy']!r}: expected score or hot_queue")
+    policy = conf["generate.policy"]
+    if policy not in ("score", "hot_queue", "interleave"):
+        raise ValueError(f"generate.policy = {policy!r}: expected score, hot_queue or interleave")
     candidates = due_candidates(crawldb, conf, now)
-    if conf["generate.policy"] == "hot_queue":
-        candidates = with_queue(candidates, conf)
-    candidates = cap_per_group(candidates, "host", conf["generate.max_per_host"], order_key(conf))
-    candidates = cap_per_group(candidates, "domain", conf["generate.max_per_domain"], order_key(conf))
-    ordered = candidates.orderBy(*order_key(conf))
     top_n = conf["crawl.topN"]
-    if top_n > 0:
-        ordered = ordered.limit(top_n)
+
+    def capped(df: DataFrame, order: list) -> DataFrame:
+        df = cap_per_group(df, "host", conf["generate.max_per_host"], order)
+        return cap_per_group(df, "domain", conf["generate.max_per_domain"], order)
+
+    if top_n > 0 and interleaved_metrics(conf):
+        ordered = interleaved(candidates, conf, top_n, tie_break(conf), capped)
+    else:
+        if policy == "hot_queue":
+            candidates = with_queue(candidates, conf)
+        ordered = capped(candidates, order_key(conf)).orderBy(*order_key(conf))
+        if top_n > 0:
+            ordered = ordered.limit(top_n)
     return schemas.conform(ordered.withColumn("segment", F.lit(segment)), "fetchlist")
 
 

@@ -30,7 +30,7 @@ SCOPE = [".cs.cornell.edu", ".cs.utexas.edu"]   # the two department webs (90% o
 AT = (100, 250, 500)
 FOCUS = {"focus.words": TOPIC_WORDS}
 CRAWLERS = {  # name -> conf overrides, in the order they run
-    "breadth-first": {"scoring.scorer": "depth"},
+    "breadth-first": {"scoring.scorer": "depth", "generate.policy": "score"},
     "focus (default)": {**FOCUS, "scoring.scorer": "focus"},
     "hot-queue modified": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
     "hot-queue": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue",
@@ -38,7 +38,7 @@ CRAWLERS = {  # name -> conf overrides, in the order they run
     "rwb": {**FOCUS, "scoring.scorer": "rwb"},
     "amh": {**FOCUS, "scoring.scorer": "amh"},
     "rw": {**FOCUS, "scoring.scorer": "rw"},
-    "pagerank": {"scoring.scorer": "pagerank"},
+    "pagerank": {"scoring.scorer": "pagerank", "generate.policy": "score"},
 }
 
 

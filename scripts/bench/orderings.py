@@ -1,6 +1,7 @@
 """The crawl-and-stop experiment of the URL-ordering paper, with the real crawler.
 
-Crawls a replay-web graph from a seed once per ordering (each one ``scoring.scorer`` value),
+Crawls a replay-web graph from a seed once per ordering (crawlkit's default, and each
+baseline scorer alone: ``scoring.scorer`` with ``generate.policy = "score"``),
 in rounds of ``--round`` of the web (default 1%) up to ``--upto`` of it (crawl-and-stop,
 ``crawl.max_pages``), then evaluates every crawl against the full graph and writes one
 comparison table and plot::
@@ -11,7 +12,9 @@ comparison table and plot::
         --seed http://h0000.nd.test/p0.html --upto 0.3 --out docs/orderings/notredame
 
 Each ordering's crawl and evaluation are kept under ``--workdir``; a rerun skips the
-orderings already evaluated there, so a long experiment can be continued. Politeness is off
+orderings already evaluated there up to ``--upto``, and a rerun with a larger ``--upto``
+continues those crawls where they stopped (same crawl directory, same access log) instead of
+starting over, so a long experiment can be run in steps. Politeness is off
 (the replay web is local); the fetch lists are not capped per host, as in the paper.
 """
 from __future__ import annotations
@@ -33,9 +36,16 @@ from crawlkit.evaluate.report import compare
 from crawlkit.replay import ReplayServer
 from crawlkit.spark import get_spark
 
-ORDERINGS = ["depth", "backlinks", "pagerank", "opic", "random"]
-LABELS = {"depth": "breadth-first", "backlinks": "backlink count (IB')",
-          "pagerank": "PageRank (IR')", "opic": "Adaptive OPIC",
+ORDERINGS = {  # name -> conf; the baselines order by one scorer alone (generate.policy = score)
+    "interleave": {},   # crawlkit's default: PageRank and backlink counts in turn
+    "depth": {"scoring.scorer": "depth", "generate.policy": "score"},
+    "backlinks": {"scoring.scorer": "backlinks", "generate.policy": "score"},
+    "pagerank": {"scoring.scorer": "pagerank", "generate.policy": "score"},
+    "opic": {"scoring.scorer": "opic", "generate.policy": "score"},
+    "random": {"scoring.scorer": "random", "generate.policy": "score"},
+}
+LABELS = {"interleave": "default: PageRank + backlinks interleaved", "depth": "breadth-first",
+          "backlinks": "backlink count (IB')", "pagerank": "PageRank (IR')", "opic": "Adaptive OPIC",
           "random": "random order (crawled)"}  # not "random": that names the baseline
 HOT = "indegree:10,pagerank:1%"
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
@@ -50,39 +60,52 @@ def web_pages(links: Path) -> int:
     return len(pages)
 
 
-def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, workdir: Path) -> dict:
-    """One crawl under one ordering; returns its round timings."""
+def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, workdir: Path,
+              previous: dict | None = None) -> dict:
+    """One crawl under one ordering up to ``args.upto`` of the web; returns its timings.
+
+    With ``previous`` (the run record of the same crawl stopped at a smaller share) the crawl
+    continues in its directory: no inject, the remaining pages only, timings added up.
+    """
     crawl_dir = workdir / "crawl"
-    shutil.rmtree(crawl_dir, ignore_errors=True)
+    if previous is None:
+        for stale in (crawl_dir, workdir / "replay"):   # the access log appends
+            shutil.rmtree(stale, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "seeds.txt").write_text("\n".join(seeds) + "\n")
     per_round = max(1, round(args.round * pages))
-    limit = round(args.upto * pages)
+    fetched_before = previous["fetched"] if previous else 0
+    limit = round(args.upto * pages) - fetched_before
     with ReplayServer([source], workdir=workdir / "replay") as web:
         conf = load_conf(overrides={
             "crawl.dir": str(crawl_dir), "crawl.topN": per_round, "crawl.max_pages": limit,
             "fetcher.proxy": web.proxy_url, "fetcher.server_delay": 0.0,
             "fetcher.threads_per_host": 8, "generate.max_per_host": 0,
-            "scoring.scorer": ordering, **parse_assignments(args.conf)})
+            **ORDERINGS.get(ordering, {"scoring.scorer": ordering, "generate.policy": "score"}),
+            **parse_assignments(args.conf)})
         spark = get_spark(conf)
         started = time.perf_counter()
-        reports = run_crawl(spark, conf, str(workdir / "seeds.txt"), math.ceil(limit / per_round) + 20,
-                            utc_now, log=lambda m: print(f"[{ordering}] {m}", file=sys.stderr))
+        reports = run_crawl(spark, conf, None if previous else str(workdir / "seeds.txt"),
+                            math.ceil(limit / per_round) + 20, utc_now,
+                            log=lambda m: print(f"[{ordering}] {m}", file=sys.stderr))
         seconds = time.perf_counter() - started
-    stages = {}
+    stages = dict(previous["stage_seconds"]) if previous else {}
     for report in reports:
         for stage, s in report.seconds.items():
-            stages[stage] = stages.get(stage, 0.0) + s
-    return {"ordering": ordering, "rounds": len(reports), "seconds": round(seconds, 1),
-            "fetched": sum(r.counters["fetch"]["pages"] for r in reports),
-            "stage_seconds": {k: round(v, 1) for k, v in stages.items()}}
+            stages[stage] = round(stages.get(stage, 0.0) + s, 1)
+    return {"ordering": ordering, "upto": args.upto,
+            "rounds": len(reports) + (previous["rounds"] if previous else 0),
+            "seconds": round(seconds + (previous["seconds"] if previous else 0.0), 1),
+            "fetched": fetched_before + sum(r.counters["fetch"]["pages"] for r in reports),
+            "stage_seconds": stages}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", help="a graph web folder holding links.tsv.gz")
     parser.add_argument("--seed", action="append", required=True)
-    parser.add_argument("--ordering", action="append", help=f"scorer names (default {ORDERINGS})")
+    parser.add_argument("--ordering", action="append",
+                        help=f"orderings (default {list(ORDERINGS)}); any other name is a scorer alone")
     parser.add_argument("--round", type=float, default=0.01, help="pages per round, a share of the web")
     parser.add_argument("--upto", type=float, default=0.5, help="stop after this share of the web")
     parser.add_argument("--conf", action="append", default=[], help="extra key=value for every crawl")
@@ -99,8 +122,9 @@ def main() -> int:
     for ordering in args.ordering or ORDERINGS:
         workdir = Path(args.workdir) / name / ordering
         done = workdir / "run.json"
-        if not done.exists():
-            run = crawl_one(args.source, args.seed, ordering, pages, args, workdir)
+        previous = json.loads(done.read_text()) if done.exists() else None
+        if previous is None or previous.get("upto", args.upto) < args.upto:
+            run = crawl_one(args.source, args.seed, ordering, pages, args, workdir, previous)
             result = evaluate_crawl(str(workdir / "crawl"), str(links), LABELS.get(ordering, ordering),
                                     hot=HOT, access_log=str(workdir / "replay" / "access.jsonl"))
             run["csv"] = result.write(workdir / "evaluation")["csv"]

@@ -118,10 +118,17 @@ def test_requests_to_one_host_are_spaced_by_the_delay(crawled):
 def test_next_fetch_list_is_ordered_by_score_and_capped(spark, crawled):
     conf = crawled["conf"]
     db = storage.read_table(spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb")
+    by_score = generate(db, conf.with_overrides({"generate.policy": "score"}), NOW + timedelta(hours=4), "next").collect()
+    scores = [r.score for r in by_score]
+    assert scores == sorted(scores, reverse=True)
+    # The default fetch list takes the score list's and the backlinks list's best in turn: the
+    # rounds scored backlinks too, and the best of each list leads it.
     fetchlist = generate(db, conf, NOW + timedelta(hours=4), "next").collect()
     assert fetchlist, "unfetched URLs remain after three rounds"
-    scores = [r.score for r in fetchlist]
-    assert scores == sorted(scores, reverse=True)
+    backlinks = {r.url: (r.scores or {}).get("backlinks") for r in db.collect()}
+    assert all(backlinks[r.url] is not None for r in fetchlist)
+    assert fetchlist[0].url == by_score[0].url
+    assert max(backlinks[r.url] for r in fetchlist[:2]) == max(backlinks[r.url] for r in fetchlist)
     per_host = {}
     for row in fetchlist:
         per_host[row.host] = per_host.get(row.host, 0) + 1

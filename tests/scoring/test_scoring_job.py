@@ -68,3 +68,20 @@ def test_opic_needs_a_segment(spark, make_test_conf):
     conf = make_test_conf()
     with pytest.raises(ValueError, match="segment"):
         run_scoring(spark, conf["crawl.dir"], conf, NOW, scorer="opic")
+
+
+def test_round_scoring_also_computes_the_metrics_the_fetch_list_interleaves(spark, crawl, ref_pagerank):
+    from crawlkit.scoring.job import run_round_scoring
+
+    conf, crawl_dir = crawl
+    conf = conf.with_overrides({"scoring.scorer": "pagerank", "generate.policy": "interleave",
+                                "generate.interleave": ["score", "backlinks"]})
+    counters = run_round_scoring(spark, crawl_dir, conf, NOW, segment="s1")
+    assert counters["scorer"] == "pagerank" and set(counters["also"]) == {"backlinks"}
+    rows = crawldb_rows(spark, crawl_dir)
+    expected = ref_pagerank([A, B, C, D], LINKS)
+    assert {u: rows[u].scores["backlinks"] for u in (A, B, C, D)} == {A: 1.0, B: 1.0, C: 2.0, D: 0.0}
+    for url in (A, B, C, D):   # the ordering score stays the scorer's
+        assert rows[url].score == pytest.approx(expected[url], abs=1e-9)
+    plain = conf.with_overrides({"generate.policy": "score"})
+    assert "also" not in run_round_scoring(spark, crawl_dir, plain, NOW, segment="s1")

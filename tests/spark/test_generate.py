@@ -35,7 +35,7 @@ def expected(spark, urls_scores, segment="s1"):
 
 
 def test_due_unlocked_capped_top_n_in_score_order(spark):
-    conf = make_conf(generate__max_per_host=2, generate__min_score=0.05, crawl__topN=4)
+    conf = make_conf(generate__policy="score", generate__max_per_host=2, generate__min_score=0.05, crawl__topN=4)
     got = generate(db(spark), conf, NOW, "s1").select("url", "host", "score")
     want = expected(spark, [("http://a.test/1", 0.9), ("http://a.test/2", 0.8),
                             ("http://b.test/1", 0.6), ("http://c.test/2", 0.3)])
@@ -61,3 +61,32 @@ def test_fetch_list_carries_segment_and_one_host_per_partition(spark):
         for host in {r.host for r in part}:
             scores = [r.score for r in part if r.host == host]
             assert scores == sorted(scores, reverse=True)
+
+
+def ranked_db(spark):
+    """u1..u6: PageRank orders them u1 > ... > u6, backlinks u6 > u5 > u1 > u2 > u3 > u4;
+    u1 and u6 share a host."""
+    pagerank = [0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+    backlinks = [7.0, 6.0, 5.0, 4.0, 8.0, 9.0]
+    hosts = ["a", "b", "c", "d", "e", "a"]
+    return crawldb_rows(spark, [
+        {"url": f"http://{h}.test/u{i + 1}", "host": f"{h}.test", "domain": f"{h}.test", "score": pr,
+         "scores": {"pagerank": pr, "backlinks": bl}}
+        for i, (h, pr, bl) in enumerate(zip(hosts, pagerank, backlinks))], NOW)
+
+
+def fetch_order(spark, **conf):
+    conf = make_conf(**{"generate__interleave": ["pagerank", "backlinks"], "generate__max_per_host": 0, **conf})
+    return [r.url.rsplit("/", 1)[1] for r in generate(ranked_db(spark), conf, NOW, "s1").collect()]
+
+
+def test_interleave_takes_each_metric_best_in_turn(spark):
+    assert fetch_order(spark, crawl__topN=4) == ["u1", "u6", "u2", "u5"]
+    assert fetch_order(spark, crawl__topN=4, generate__policy="score") == ["u1", "u2", "u3", "u4"]
+    # a focused crawl keeps its topical ordering: no interleaving
+    assert fetch_order(spark, crawl__topN=4, focus__words=["course"]) == ["u1", "u2", "u3", "u4"]
+
+
+def test_interleave_caps_hosts_across_lists(spark):
+    # u1 and u6 (host a) both head a list; the cap keeps the earlier place (PageRank's u1)
+    assert fetch_order(spark, crawl__topN=3, generate__max_per_host=1) == ["u1", "u2", "u5"]
