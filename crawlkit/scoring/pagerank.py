@@ -10,13 +10,15 @@ The paper's form R'(p) = (1 - d) + d * sum R'(q)/c(q) has R' = N * R when no pag
 dangling. Iteration stops when the L1 change of R falls below ``scoring.tolerance`` or after
 ``scoring.max_iterations``. The engines give the same answer (tested to 1e-9 L1):
 
-* ``driver``: integer page ids (xxhash64 of the URL, checked for clashes) collected as
-  Arrow into a scipy CSR matrix, power iteration in numpy, ranks joined back to the URLs in
-  Spark. The fastest below tens of millions of edges (``scoring.driver_max_edges``).
-* ``distributed``: Spark DataFrames only, no Python in the loop; integer ids, edges and
-  ranks hash-partitioned by source id the same way (no shuffle on the join), one aggregate
-  per iteration for |delta| and the dangling mass, lineage cut every
-  ``scoring.checkpoint_every`` iterations.
+* ``driver``: the links and their integer page ids (xxhash64 of the URL, checked for
+  clashes) collected as Arrow in one job, ids made dense by a hash table, a scipy CSR
+  matrix, power iteration in numpy, (url, rank) back to Spark as Arrow. The fastest below
+  tens of millions of edges (``scoring.driver_max_edges``).
+* ``distributed``: Spark DataFrames only, no Python in the loop; integer ids (xxhash64 of
+  the URL, checked for clashes); the ranks broadcast to edges partitioned by destination
+  (no shuffle at all), or above ``BROADCAST_MAX_PAGES`` edges and ranks co-partitioned by
+  source (no shuffle on the join); one aggregate per iteration for |delta| and the dangling
+  mass, lineage cut every iteration (reliably every ``scoring.checkpoint_every``).
 * ``graphx``: GraphX's PageRank (``PageRank.runUntilConvergenceWithOptions``, what
   GraphFrames runs) through crawlkit's bridge class, normalized to sum 1.
 * ``graphframes``: GraphFrames' pageRank (needs its JVM jar), normalized to sum 1.
@@ -32,6 +34,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
@@ -140,39 +143,111 @@ class _Clash(Exception):
 
 
 @dataclass
-class _Ids:
-    """Dense page ids from the 64-bit hashes collected from Spark."""
-    hashes: np.ndarray     # sorted distinct xxhash64 of the pages; page k has hashes[k]
+class _Occurrences:
+    """Every page occurrence collected from Spark in one job: [nodes.url; src; dst].
+
+    The URL strings come along with the hashes because a page's URL is needed anyway for the
+    result: taking the 325k first occurrences here costs less than a second Spark pass that
+    hashes the 2.9M link endpoints again and broadcast-joins the ranks back to them
+    (measured on web-NotreDame: 3.4-4.7 s for that join at load 13).
+    """
+    urls: pa.ChunkedArray  # URL of each occurrence
+    h1: np.ndarray         # its xxhash64 (the page id)
+    h2: np.ndarray         # its Murmur3 hash (the clash check)
+    k: int                 # occurrences from nodes
+    m: int                 # links
+
+    @classmethod
+    def collect(cls, nodes: DataFrame, edges: DataFrame) -> "_Occurrences":
+        nt = _arrow(nodes.select("url", _h1("url").alias("h1"), _h2("url").alias("h2")))
+        et = _arrow(edges.select("src", "dst", _h1("src").alias("s1"), _h2("src").alias("s2"),
+                                 _h1("dst").alias("d1"), _h2("dst").alias("d2")))
+        urls = pa.chunked_array(nt.column("url").chunks + et.column("src").chunks
+                                + et.column("dst").chunks, type=pa.string())
+        h1 = np.concatenate([_ints(nt, "h1"), _ints(et, "s1"), _ints(et, "d1")])
+        h2 = np.concatenate([_ints(nt, "h2"), _ints(et, "s2"), _ints(et, "d2")])
+        return cls(urls, h1, h2, nt.num_rows, et.num_rows)
+
+
+def _ints(table: pa.Table, name: str) -> np.ndarray:
+    """One integer column as numpy (one copy when Arrow gives several batches)."""
+    return table.column(name).to_numpy()
+
+
+@dataclass
+class _HashPages:
+    """Pages numbered by a hash table over their xxhash64 ids, in order of first occurrence."""
+    hashes: np.ndarray     # distinct xxhash64 of the pages
     checks: np.ndarray     # the Murmur3 hash of page k
     first: np.ndarray      # position of page k's first occurrence in [nodes; src; dst]
 
-    def lookup(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        """Page index of each (h1, h2) pair, -1 for URLs that are not pages."""
-        if not len(self.hashes):
-            return np.full(len(h1), -1, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self.hashes, h1), len(self.hashes) - 1)
-        found = (self.hashes[pos] == h1) & (self.checks[pos] == h2)
-        return np.where(found, pos, -1)
+    def positions(self, df: DataFrame) -> tuple[pa.Table, np.ndarray]:
+        """(url, value) rows collected as hashes: page index of each, -1 for URLs that
+        are not pages."""
+        t = _arrow(df.select(_h1("url").alias("h1"), _h2("url").alias("h2"),
+                             F.col(df.columns[1]).cast("double").alias("value")))
+        if not t.num_rows or not len(self.hashes):
+            return t, np.full(t.num_rows, -1, dtype=np.int64)
+        h1, h2 = _ints(t, "h1"), _ints(t, "h2")
+        pos = pd.Index(self.hashes).get_indexer(h1)
+        found = (pos >= 0) & (self.checks[np.maximum(pos, 0)] == h2)
+        return t, np.where(found, pos, -1).astype(np.int64)
 
 
-def _dense_ids(h1: np.ndarray, h2: np.ndarray) -> tuple[_Ids, np.ndarray]:
+@dataclass
+class _StringPages:
+    """Pages numbered by a dictionary encoding of their URLs (the fallback on a clash)."""
+    urls: pa.Array         # URL of page k
+
+    def positions(self, df: DataFrame) -> tuple[pa.Table, np.ndarray]:
+        t = _arrow(df.select("url", F.col(df.columns[1]).cast("double").alias("value")))
+        pos = pc.index_in(t.column("url"), value_set=self.urls).fill_null(-1)
+        return t, pos.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _first_occurrences(codes: np.ndarray) -> np.ndarray:
+    """Position of each code's first occurrence, for codes numbered in order of first
+    occurrence (what ``pd.factorize`` returns): code k first appears where the running
+    maximum of the codes reaches k. One pass, no sort."""
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    top = np.maximum.accumulate(codes)
+    rises = np.empty(len(codes), dtype=bool)
+    rises[0] = True
+    np.greater(top[1:], top[:-1], out=rises[1:])
+    return np.flatnonzero(rises)
+
+
+def _hash_ids(occ: _Occurrences) -> tuple[_HashPages, np.ndarray]:
     """Distinct pages and the page index of each occurrence; raises _Clash when two
-    occurrences share h1 but not h2 (two URLs, one xxhash64)."""
-    hashes, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
-    checks = h2[first]
-    if not np.array_equal(checks[inverse], h2):
+    occurrences share h1 but not h2 (two URLs, one xxhash64).
+
+    ``pd.factorize`` is one hash table pass; ``np.unique`` sorted the 2.9M occurrences of
+    web-NotreDame (1.5-5.8 s under load against 0.4-0.5 s). Pages are numbered in order of
+    first occurrence, so the first occurrences follow from the codes without a lookup.
+    """
+    codes, hashes = pd.factorize(occ.h1, sort=False)
+    codes = codes.astype(np.int64, copy=False)
+    first = _first_occurrences(codes)
+    checks = occ.h2[first]
+    if not np.array_equal(checks[codes], occ.h2):
         raise _Clash()
-    return _Ids(hashes, checks, first), inverse.astype(np.int64)
+    return _HashPages(np.asarray(hashes), checks, first), codes
 
 
-def _weights(spark_df: DataFrame, ids: _Ids, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _string_ids(occ: _Occurrences) -> tuple[_StringPages, np.ndarray]:
+    """Distinct pages by URL string (exact, slower: used only when two URLs share an id)."""
+    encoded = occ.urls.combine_chunks().dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return _StringPages(encoded.dictionary), codes
+
+
+def _weights(df: DataFrame, pages: _HashPages | _StringPages, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Dense vector from a (url, value) DataFrame by page index (URLs not pages are
     ignored, repeated URLs add up) and the mask of pages it names."""
-    t = _arrow(spark_df.select(_h1("url").alias("h1"), _h2("url").alias("h2"),
-                               F.col(spark_df.columns[1]).cast("double").alias("value")))
+    t, pos = pages.positions(df)
     out, have = np.zeros(n), np.zeros(n, dtype=bool)
     if t.num_rows:
-        pos = ids.lookup(t.column("h1").to_numpy(), t.column("h2").to_numpy())
         vals = t.column("value").to_numpy(zero_copy_only=False)
         keep = (pos >= 0) & ~np.isnan(vals)
         np.add.at(out, pos[keep], vals[keep])
@@ -231,102 +306,34 @@ def _solve(n: int, src: np.ndarray, dst: np.ndarray, damping: float, tol: float,
 def pagerank_driver(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
                     tol: float, max_iter: int, personalization: DataFrame | None = None,
                     start: DataFrame | None = None) -> PageRankResult:
-    """Collect integer page ids via Arrow, solve with scipy on the driver, join the ranks
-    back to the URLs in Spark.
+    """Collect the links once via Arrow, solve with scipy on the driver, hand the ranks back
+    to Spark as Arrow.
 
-    Only integers cross the JVM-Python boundary: Spark projects each URL to its xxhash64
-    (the page id) and its Murmur3 hash (a collision check), 24 bytes per link endpoint
-    instead of the URL strings. numpy turns the ids dense (``np.unique``), checks that no
-    two URLs share an id (else the engine falls back to collecting the strings), builds the
-    CSR matrix and iterates. The ranks go back as (representative, rank) rows: each page is
-    named by its first occurrence, a crawldb row (id) or a link (src id, dst id, side), so
-    a broadcast hash join of the link table with them yields every page's URL exactly once,
-    without the shuffle a Spark ``distinct`` of the URLs would need. The returned DataFrame
-    is lazy: it reads ``nodes`` and ``edges`` again when it is evaluated.
+    One Spark job projects each URL occurrence to its xxhash64 (the page id) and its
+    Murmur3 hash (a collision check) and ships them with the URL strings. A pandas hash
+    table makes the ids dense (numbered by first occurrence) and checks that no two URLs
+    share an id (else the URLs themselves are dictionary-encoded: exact, slower). The CSR
+    matrix is built once, the power iteration runs in numpy, and each page's URL is its first
+    occurrence's string, so the (url, rank) table goes back to Spark from Arrow with no
+    second pass over the links, no join and no shuffle.
     """
-    nt = _arrow(nodes.select(_h1("url").alias("h1"), _h2("url").alias("h2")))
-    et = _arrow(edges.select(_h1("src").alias("s1"), _h2("src").alias("s2"),
-                             _h1("dst").alias("d1"), _h2("dst").alias("d2")))
-    k, m = nt.num_rows, et.num_rows
-    h1 = np.concatenate([nt.column("h1").to_numpy(), et.column("s1").to_numpy(),
-                         et.column("d1").to_numpy()])
-    h2 = np.concatenate([nt.column("h2").to_numpy(), et.column("s2").to_numpy(),
-                         et.column("d2").to_numpy()])
+    occ = _Occurrences.collect(nodes, edges)
     try:
-        ids, index = _dense_ids(h1, h2)
+        pages, codes = _hash_ids(occ)
+        urls = occ.urls.take(pa.array(pages.first))
     except _Clash:
-        log.warning("pagerank driver: two URLs share an xxhash64 id; collecting the URLs")
-        return _driver_strings(spark, nodes, edges, damping=damping, tol=tol,
-                               max_iter=max_iter, personalization=personalization, start=start)
-    n = len(ids.hashes)
-    if n == 0:
-        return PageRankResult(_empty_ranks(spark), 0, 0.0, "driver")
-    teleport = _weights(personalization.select("url", "weight"), ids, n) if personalization is not None else None
-    previous = _weights(start.select("url", "rank"), ids, n) if start is not None else None
-    x, it, delta = _solve(n, index[k:k + m], index[k + m:], damping, tol, max_iter, teleport, previous)
-
-    # Representatives: page p first occurs at position ids.first[p] of [nodes; src; dst].
-    first = ids.first
-    side = np.select([first < k, first < k + m], [0, 1], 2).astype(np.int8)
-    # A link is named by (src id, dst id): h1[k + j] and h1[k + m + j] for link j.
-    last = len(h1) - 1
-    a = np.where(side == 2, h1[np.clip(first - m, 0, last)], h1[first])
-    b = np.where(side == 1, h1[np.clip(first + m, 0, last)], np.where(side == 2, h1[first], 0))
-    parts = []
-    if k and (side == 0).any():
-        sel = side == 0
-        reps = _from_arrow(spark, pa.table({"a": a[sel], "rank": x[sel]}))
-        from_nodes = nodes.select("url", _h1("url").alias("a"))
-        if len(np.unique(h1[:k])) < k:            # a URL repeated in nodes: keep one row
-            from_nodes = from_nodes.dropDuplicates(["url"])
-        parts.append(from_nodes.join(F.broadcast(reps), on="a", how="inner").select("url", "rank"))
-    if (side > 0).any():
-        sel = side > 0
-        reps = _from_arrow(spark, pa.table({"a": a[sel], "b": b[sel], "side": side[sel],
-                                            "rank": x[sel]}))
-        url = F.when(F.col("side") == 1, F.col("src")).otherwise(F.col("dst"))
-        parts.append(edges.select("src", "dst", _h1("src").alias("a"), _h1("dst").alias("b"))
-                     .join(F.broadcast(reps), on=["a", "b"], how="inner")
-                     .select(url.alias("url"), "rank"))
-    ranks = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    return PageRankResult(ranks, it, delta, "driver")
-
-
-def _driver_strings(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
-                    tol: float, max_iter: int, personalization: DataFrame | None = None,
-                    start: DataFrame | None = None) -> PageRankResult:
-    """The driver engine on URL strings (the fallback when two URLs share an xxhash64):
-    (src, dst) and the nodes collected as Arrow, ids from one dictionary encoding."""
-    e = _arrow(edges.select("src", "dst"))
-    extra = _arrow(nodes.select("url")).column("url")
-    m = e.num_rows
-    allurls = pa.chunked_array(list(extra.chunks) + list(e.column("src").chunks)
-                               + list(e.column("dst").chunks), type=pa.string())
-    encoded = allurls.combine_chunks().dictionary_encode()
-    urls = encoded.dictionary
+        log.warning("pagerank driver: two URLs share an xxhash64 id; encoding the URL strings")
+        pages, codes = _string_ids(occ)
+        urls = pages.urls
     n = len(urls)
     if n == 0:
         return PageRankResult(_empty_ranks(spark), 0, 0.0, "driver")
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    k = len(extra)
-
-    def weights(df: DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        t = _arrow(df.select("url", F.col(df.columns[1]).cast("double").alias("value")))
-        out, have = np.zeros(n), np.zeros(n, dtype=bool)
-        if t.num_rows:
-            pos = pc.index_in(t.column("url"), value_set=urls).to_numpy(zero_copy_only=False)
-            vals = t.column("value").to_numpy(zero_copy_only=False)
-            keep = ~np.isnan(pos.astype(float)) & ~np.isnan(vals)
-            idx = pos[keep].astype(np.int64)
-            np.add.at(out, idx, vals[keep])
-            have[idx] = True
-        return out, have
-
-    teleport = weights(personalization.select("url", "weight")) if personalization is not None else None
-    previous = weights(start.select("url", "rank")) if start is not None else None
+    teleport = _weights(personalization.select("url", "weight"), pages, n) if personalization is not None else None
+    previous = _weights(start.select("url", "rank"), pages, n) if start is not None else None
+    k, m = occ.k, occ.m
     x, it, delta = _solve(n, codes[k:k + m], codes[k + m:], damping, tol, max_iter, teleport, previous)
-    return PageRankResult(_from_arrow(spark, pa.table({"url": urls, "rank": pa.array(x)})),
-                          it, delta, "driver")
+    ranks = _from_arrow(spark, pa.table({"url": urls, "rank": pa.array(x)}))
+    return PageRankResult(ranks, it, delta, "driver")
 
 
 def _empty_ranks(spark: SparkSession) -> DataFrame:
@@ -334,23 +341,39 @@ def _empty_ranks(spark: SparkSession) -> DataFrame:
 
 
 # --------------------------------------------------------------------------- distributed engine
+# Largest rank vector the distributed engine broadcasts (16 bytes a page as (id, rank): 64 MB).
+# Edges partitioned by source (co-partitioned with the ranks) put nearly every destination
+# in every partition, so the partial sums hardly shrink: on web-NotreDame the partial
+# aggregate was 37% of the JVM's samples (JFR) and ~7 MB of partial sums crossed the shuffle each
+# iteration. With the ranks broadcast, edges partitioned by destination sum locally.
+BROADCAST_MAX_PAGES = 4_000_000
+
+
 def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *,
                          damping: float, tol: float, max_iter: int,
                          personalization: DataFrame | None = None, start: DataFrame | None = None,
-                         checkpoint_every: int = 10) -> PageRankResult:
-    """DataFrame-only power iteration with co-partitioned edges and ranks.
+                         checkpoint_every: int = 10,
+                         broadcast_max_pages: int = BROADCAST_MAX_PAGES) -> PageRankResult:
+    """DataFrame-only power iteration, with no shuffle of the edges in the loop.
 
-    Edges (src, dst, w = 1/outdeg) and the rank vector are both hash-partitioned by the
-    source id into the same number of partitions and cached, so the edge-rank join needs no
-    shuffle; only the per-destination sum shuffles. Each page also has a *self row* in the
-    edge table (weight 0) that carries its old rank, its teleport weight v and its dangling
-    flag through the same aggregate: the rank vector is then read once per iteration, so the
-    query plan grows linearly (not doubling, as a second join with the old ranks would).
-    One aggregate per iteration yields both the L1 change and the next dangling mass. The
-    rank vector is local-checkpointed every iteration (see :class:`_Checkpoints`), reliably every
-    ``checkpoint_every``, so 100 iterations run in bounded memory and constant plan size. Adaptive execution is off
-    while the loop runs: re-planning every small job costs more than it saves on a fixed plan,
-    and coalescing shuffle partitions would break the co-partitioning.
+    Pages are numbered by the xxhash64 of their URL (see :func:`_integer_graph`), so the
+    links become integer pairs without a join on URL strings. The edges (src, dst,
+    w = 1/outdeg) are cached once. Up to ``broadcast_max_pages`` pages the rank vector is
+    broadcast to them and they are hash-partitioned by destination, so the per-destination
+    sum is local and an iteration shuffles nothing (see ``BROADCAST_MAX_PAGES``); above it,
+    edges and ranks are both hash-partitioned by source id into the same number of
+    partitions, so the join needs no shuffle and only the per-destination sum shuffles.
+
+    Each page also has a *self row* in the edge table (weight 0) that carries its old rank,
+    its teleport weight v and its dangling flag through the same aggregate: the rank vector
+    is then read once per iteration. One aggregate per iteration yields both the L1 change
+    and the next dangling mass; the teleport scalar that follows from that mass enters the
+    next iteration as a broadcast one-row table, not a literal (see :func:`_scalar`). The
+    rank vector is local-checkpointed every iteration (see :class:`_Checkpoints`), reliably
+    every ``checkpoint_every``, so 100 iterations run in bounded memory and constant plan
+    size. Adaptive execution is off while the loop runs: re-planning every small job costs
+    more than it saves on a fixed plan, and coalescing shuffle partitions would break the
+    partitioning the loop relies on.
     """
     key = "spark.sql.adaptive.enabled"
     saved = spark.conf.get(key, None)
@@ -358,7 +381,8 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
     try:
         return _distributed(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
                             personalization=personalization, start=start,
-                            checkpoint_every=checkpoint_every)
+                            checkpoint_every=checkpoint_every,
+                            broadcast_max_pages=broadcast_max_pages)
     finally:
         if saved is None:
             spark.conf.unset(key)
@@ -366,19 +390,37 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
             spark.conf.set(key, saved)
 
 
-def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
-                 tol: float, max_iter: int, personalization: DataFrame | None,
-                 start: DataFrame | None, checkpoint_every: int) -> PageRankResult:
-    parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    ids = (node_set(nodes, edges).withColumn("id", F.monotonically_increasing_id())
-           .localCheckpoint(eager=True))   # freeze the ids: the function is not deterministic
+def _integer_graph(nodes: DataFrame, edges: DataFrame) -> tuple[DataFrame, DataFrame, int]:
+    """Pages (url, id), links (s, t) as integer ids, and the page count.
+
+    The id is the URL's xxhash64, so the links become integers by a projection: no join of
+    1.5M links with the page table on URL strings (two shuffles of the strings, most of the
+    engine's setup). One shuffle of the 64-bit ids checks that no two pages share one; on a
+    clash the ids are numbered instead (``monotonically_increasing_id``, frozen by a local
+    checkpoint) and joined to the links by URL.
+    """
+    ids = node_set(nodes, edges).select("url", _h1("url").alias("id")).localCheckpoint(eager=True)
     n = ids.count()
-    if n == 0:
-        return PageRankResult(_empty_ranks(spark), 0, 0.0, "distributed")
+    if ids.select("id").distinct().count() == n:
+        return ids, edges.select(_h1("src").alias("s"), _h1("dst").alias("t")), n
+    log.warning("pagerank distributed: two URLs share an xxhash64 id; numbering the pages")
+    ids = (ids.select("url").withColumn("id", F.monotonically_increasing_id())
+           .localCheckpoint(eager=True))   # freeze the ids: the function is not deterministic
     src_id = ids.select(F.col("url").alias("src"), F.col("id").alias("s"))
     dst_id = ids.select(F.col("url").alias("dst"), F.col("id").alias("t"))
     pairs = (edges.select("src", "dst").join(src_id, on="src", how="inner")
              .join(dst_id, on="dst", how="inner").select("s", "t"))
+    return ids, pairs, n
+
+
+def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
+                 tol: float, max_iter: int, personalization: DataFrame | None,
+                 start: DataFrame | None, checkpoint_every: int,
+                 broadcast_max_pages: int) -> PageRankResult:
+    parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    ids, pairs, n = _integer_graph(nodes, edges)
+    if n == 0:
+        return PageRankResult(_empty_ranks(spark), 0, 0.0, "distributed")
     outdeg = pairs.groupBy("s").agg(F.count(F.lit(1)).alias("deg"))
 
     state = ids.join(outdeg.select(F.col("s").alias("id"), "deg"), on="id", how="left")
@@ -407,10 +449,12 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
                     F.lit(None).cast("boolean").alias("dangling")))
     selfs = state.select("src", F.col("src").alias("dst"), F.lit(0.0).alias("w"),
                          F.lit(True).alias("self"), "v", "dangling")
-    links = real.unionByName(selfs).repartition(parts, "src").cache()
+    broadcast = n <= broadcast_max_pages
+    # Broadcast ranks: edges by destination (the sum is local); else both by source.
+    links = real.unionByName(selfs).repartition(parts, "dst" if broadcast else "src").cache()
     links.count()
-    ranks = (state.select("src", "rank", "dangling").repartition(parts, "src")
-             .localCheckpoint(eager=True))
+    ranks = state.select("src", "rank", "dangling")
+    ranks = (ranks if broadcast else ranks.repartition(parts, "src")).localCheckpoint(eager=True)
     lost = ranks.agg(F.sum(F.when(F.col("dangling"), F.col("rank")).otherwise(0.0))).first()[0] or 0.0
 
     it, delta = 0, float("inf")
@@ -418,15 +462,14 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
     while it < max_iter:
         it += 1
         base = damping * lost + 1.0 - damping
-        # Both sides are partitioned alike: a hash join per partition, no shuffle, no sort.
-        msgs = links.join(ranks.select("src", "rank").hint("shuffle_hash"), on="src", how="inner")
+        msgs = links.join(_rank_side(ranks.select("src", "rank"), broadcast), on="src", how="inner")
         agg = (msgs.groupBy(F.col("dst").alias("src"))
                .agg(F.sum(F.col("w") * F.col("rank")).alias("c"),
                     F.max(F.when(F.col("self"), F.col("rank"))).alias("old"),
                     F.max("v").alias("v"), F.max("dangling").alias("dangling")))
-        new_rank = F.lit(base) * F.col("v") + F.lit(damping) * F.col("c")
-        nxt = agg.select("src", new_rank.alias("rank"), "dangling",
-                         F.abs(new_rank - F.col("old")).alias("delta"))
+        new_rank = F.col("base") * F.col("v") + F.lit(damping) * F.col("c")
+        nxt = agg.crossJoin(F.broadcast(_scalar(spark, "base", base))).select(
+            "src", new_rank.alias("rank"), "dangling", F.abs(new_rank - F.col("old")).alias("delta"))
         if it == 1 and log.isEnabledFor(logging.DEBUG):
             log.debug("iteration plan:\n%s", nxt._jdf.queryExecution().executedPlan().toString())
         nxt = checkpoints.cut(nxt, it)
@@ -443,6 +486,22 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
     links.unpersist()
     state.unpersist()
     return PageRankResult(out, it, delta, "distributed")
+
+
+def _rank_side(ranks: DataFrame, broadcast: bool) -> DataFrame:
+    """The rank side of the iteration's join: broadcast, or co-partitioned with the edges
+    (both hash-partitioned by source id: a hash join per partition, no shuffle, no sort)."""
+    return F.broadcast(ranks) if broadcast else ranks.hint("shuffle_hash")
+
+
+def _scalar(spark: SparkSession, name: str, value: float) -> DataFrame:
+    """A one-row DataFrame holding ``value``: the iteration's scalar enters the plan as data.
+
+    As ``F.lit(value)`` it would be inlined into the generated Java code, which then differs
+    in every iteration: Spark compiles the stage again and the JVM runs the new class
+    interpreted until it warms up. Broadcast and cross-joined, the code stays the same.
+    """
+    return spark.createDataFrame([(float(value),)], f"{name} double")
 
 
 class _Checkpoints:
