@@ -5,9 +5,9 @@ applied (the lock expires after ``generate.lock_timeout``, as Nutch's crawl.gen.
 an ordering score of at least ``generate.min_score``. Per-host and per-domain caps keep the
 best URLs of each host; then an exact global top-N by score (Spark's TakeOrderedAndProject,
 not Nutch's approximate per-reducer cut), or by several metrics in turn
-(``generate.policy = "interleave"``, crawlkit/stages/interleave.py). The fetch list is hash-partitioned by host so one
-host is in one partition: one fetch task owns a host, which is what makes politeness hold
-across executors.
+(``generate.policy = "interleave"``, the default: crawlkit/stages/interleave.py). The fetch
+list is hash-partitioned by host so one host is in one partition: one fetch task owns a
+host, which is what makes politeness hold across executors.
 """
 from __future__ import annotations
 
