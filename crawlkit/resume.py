@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import storage
 from crawlkit.conf import Conf
+from crawlkit.scoring.job import round_scorers
 
 ABANDONED = "abandoned"     # segments/<seg>/_stats/abandoned.json marks an abandoned segment
 
@@ -77,7 +78,8 @@ def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfi
     if applied:
         last = applied[-1]
         segment = tags[last].split(":", 1)[1]
-        scored = any(t.startswith("score-") for t in tags[last + 1:])
+        # scored: every scorer of the round committed (a kill between two of them resumes)
+        scored = all(f"score-{name}:{segment}" in tags[last + 1:] for name in round_scorers(conf))
         finished = storage.path_exists(
             spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "round.json"))
         if not scored and not finished:

@@ -102,19 +102,25 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     return counters
 
 
+def round_scorers(conf: Conf) -> list[str]:
+    """The scorers a round runs: ``scoring.scorer``, then every other metric the next fetch
+    list reads (``generate.interleave``, ``scoring.combine``)."""
+    from crawlkit.stages.interleave import interleaved_metrics
+
+    main = conf["scoring.scorer"]
+    needed = dict.fromkeys([*interleaved_metrics(conf), *conf["scoring.combine"]])
+    return [main, *(name for name in needed if name not in ("score", main))]
+
+
 def run_round_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
                       segment: str | None = None) -> dict:
-    """A round's scoring: ``scoring.scorer``, then every other metric the next fetch list
-    reads (``generate.interleave``, ``scoring.combine``), each in its own tagged MERGE.
+    """A round's scoring: each of :func:`round_scorers` in its own tagged MERGE.
 
     Each MERGE recomputes ``score`` from the whole ``scores`` map, so the last one leaves it
     consistent. Returns the main scorer's counters, with the others' under ``also``.
     """
-    from crawlkit.stages.interleave import interleaved_metrics
-
-    counters = run_scoring(spark, crawl_dir, conf, now, segment)
-    needed = dict.fromkeys([*interleaved_metrics(conf), *conf["scoring.combine"]])
-    extra = [name for name in needed if name not in ("score", counters["scorer"])]
+    main, *extra = round_scorers(conf)
+    counters = run_scoring(spark, crawl_dir, conf, now, segment, scorer=main)
     if extra:
         counters["also"] = {name: run_scoring(spark, crawl_dir, conf, now, segment, scorer=name)
                             for name in extra}

@@ -109,3 +109,22 @@ def test_a_round_killed_before_scoring_is_finished_by_scoring_only(spark, conf):
     assert find_unfinished(spark, conf, later) == []
     # the next round generates again (nothing is due an hour later: an empty round)
     assert run_round(spark, conf, later, log=lambda _m: None).segment is None
+
+
+def test_a_round_killed_between_its_scorers_is_scored_again(spark, conf):
+    from crawlkit.scoring import run_scoring
+    from crawlkit.scoring.job import round_scorers
+
+    conf = conf.with_overrides({"scoring.scorer": "pagerank", "generate.policy": "interleave",
+                                "generate.interleave": ["score", "backlinks"]})
+    assert round_scorers(conf) == ["pagerank", "backlinks"]
+    segment = run_generate(spark, conf, NOW)["segment"]
+    apply_without_scoring(spark, conf, segment, NOW)
+    run_scoring(spark, conf["crawl.dir"], conf, NOW, segment, scorer="pagerank")   # killed before backlinks
+    assert [(u.segment, u.stage) for u in find_unfinished(spark, conf, NOW)] == [(segment, "score")]
+
+    report = run_round(spark, conf, NOW + timedelta(hours=1), log=lambda _m: None)
+    assert (report.segment, report.resumed_from) == (segment, "score")
+    tags = storage.commit_tags(spark, storage.crawldb_path(conf["crawl.dir"]))
+    assert f"score-backlinks:{segment}" in tags
+    assert find_unfinished(spark, conf, NOW + timedelta(hours=1)) == []
