@@ -38,11 +38,11 @@ def test_caps_and_top_n_follow_the_queue_order(crawldb, make_test_conf):
 
 
 def test_score_policy_ignores_the_queues(spark, crawldb, make_test_conf):
-    got = fetch_list(crawldb, make_test_conf)
+    got = fetch_list(crawldb, make_test_conf, generate__policy="score")
     assert got == ["http://a.test/1", "http://b.test/4", "http://c.test/6",
                    "http://b.test/3", "http://a.test/2", "http://c.test/5"]
 
 
 def test_score_policy_caps_by_score_alone(spark, crawldb, make_test_conf):
-    got = fetch_list(crawldb, make_test_conf, generate__max_per_host=1)
+    got = fetch_list(crawldb, make_test_conf, generate__policy="score", generate__max_per_host=1)
     assert got == ["http://a.test/1", "http://b.test/4", "http://c.test/6"]
