@@ -10,8 +10,11 @@ the web, and each one's error is structured. PageRank on the crawled graph is ex
 the pages it can see and so keeps the crawl near the part already crawled; backlink counts
 are coarse (most frontier pages have one in-link), so the hash tie break turns their large
 ties into a sample spread over the whole frontier, which reaches dense clusters of
-important pages that lie deep. Interleaving keeps each list's best guesses, and on every
-web measured it was never worse than the better of the two by more than noise (docs/orderings).
+important pages that lie deep, but cannot tell one hub from another. Interleaving keeps
+each list's best guesses: on Hollins, NotreDame and two generated webs, from 10% of the web
+crawled on, it was never more than 0.004 below PageRank or breadth-first, well above both
+on the two real webs, and never far below backlinks alone, which trails PageRank by 0.14 on
+the generated webs' top pages (docs/orderings).
 
 Only the top N of each list is ever ranked (Spark's TakeOrderedAndProject), so the cost is
 one exact top-N per metric, not a global sort. A focused crawl (``focus.words`` set) is not
