@@ -7,9 +7,10 @@ A round that dies (a killed driver, a lost cluster) leaves its segment *unfinish
   ``generate.lock_timeout`` (7 days by default), so the next round continues the segment
   instead: fetch only the URLs without a result in ``content_parts/`` (see stages/fetch.py),
   then parse, updatedb and score;
-* **not scored** -- ``updatedb:<segment>`` is the crawldb's last stage commit with no scoring
-  commit after it, and the round's ``_stats/round.json`` was never written: the next round
-  only scores the segment (OPIC moves the segment's cash exactly once: its commit tag).
+* **not scored** -- after ``updatedb:<segment>`` not every scorer the round runs
+  (``round_scorers``) has committed, and the round's ``_stats/round.json`` was never
+  written: the next round only scores the segment (OPIC moves the segment's cash exactly
+  once: its commit tag).
 
 The locks in the crawldb rows, not Delta's history, say what was generated and not applied:
 history is pruned after ``delta.logRetentionDuration``, the rows are not. A segment whose lock
