@@ -166,6 +166,11 @@ def list_scorers() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def metric_value(scores_map: Column, name: str) -> Column:
+    """A metric from the ``scores`` map; 0 for a page the metric has not scored yet."""
+    return F.coalesce(scores_map.getItem(name), F.lit(0.0))
+
+
 def combine(scores_map: Column, conf: Conf | Mapping, active: str | None = None) -> Column:
     """The ordering score IC = sum of k_i * metric_i over ``scoring.combine``.
 
@@ -178,8 +183,7 @@ def combine(scores_map: Column, conf: Conf | Mapping, active: str | None = None)
         crawldb.withColumn("score", combine(F.col("scores"), conf))
     """
     weights = dict(conf["scoring.combine"]) or {active or conf["scoring.scorer"]: 1.0}
-    terms = [F.lit(float(k)) * F.coalesce(scores_map.getItem(name), F.lit(0.0))
-             for name, k in sorted(weights.items())]
+    terms = [F.lit(float(k)) * metric_value(scores_map, name) for name, k in sorted(weights.items())]
     total = terms[0]
     for term in terms[1:]:
         total = total + term

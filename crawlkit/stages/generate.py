@@ -102,8 +102,9 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
         df = cap_per_group(df, "host", conf["generate.max_per_host"], order)
         return cap_per_group(df, "domain", conf["generate.max_per_domain"], order)
 
-    if top_n > 0 and interleaved_metrics(conf):
-        ordered = interleaved(candidates, conf, top_n, tie_break(conf), capped)
+    metrics = interleaved_metrics(conf) if top_n > 0 else []
+    if metrics:
+        ordered = interleaved(candidates, metrics, top_n, tie_break(conf), capped)
     else:
         if policy == "hot_queue":
             candidates = with_queue(candidates, conf)

@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from crawlkit.conf import Conf
+from crawlkit.scoring.base import metric_value
 
 POSITION, LIST = "_position", "_list"
 
@@ -34,9 +35,7 @@ POSITION, LIST = "_position", "_list"
 def metric(name: str) -> Column:
     """``score`` is the crawldb's ordering score; any other name is a key of ``scores``
     (a page the metric has not scored yet counts 0)."""
-    if name == "score":
-        return F.col("score")
-    return F.coalesce(F.col("scores").getItem(name), F.lit(0.0))
+    return F.col("score") if name == "score" else metric_value(F.col("scores"), name)
 
 
 def interleaved_metrics(conf: Conf) -> list[str]:
@@ -49,10 +48,9 @@ def interleaved_metrics(conf: Conf) -> list[str]:
     return names
 
 
-def interleaved(candidates: DataFrame, conf: Conf, top_n: int, tie_break: list, cap) -> DataFrame:
-    """The first ``top_n`` URLs of the interleaved lists (``cap(df, order)`` caps per host and
-    domain), in fetch-list order, without the helper columns."""
-    names = interleaved_metrics(conf)
+def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: list, cap) -> DataFrame:
+    """The first ``top_n`` URLs of the lists of metrics ``names`` interleaved (``cap(df,
+    order)`` caps per host and domain), in fetch-list order, without the helper columns."""
     lists = []
     for index, name in enumerate(names):
         order = [metric(name).desc(), *tie_break]
