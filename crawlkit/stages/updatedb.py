@@ -2,12 +2,13 @@
 
 For every URL of the segment the fetch outcome picks the new status through the documented
 transition table (crawlkit.status), and the schedule picks the next fetch time. Outlinks of
-fetched pages (and redirect targets) that are not yet known become unfetched rows. Each
-table changes in one Delta MERGE, tagged ``updatedb:<segment>``/``linkdb:<segment>``: the
-link table first, then the crawldb, whose commit marks the segment applied. A rerun after a
-crash (or by mistake) redoes the link MERGE idempotently and skips an applied crawldb MERGE.
-New URLs go in the same MERGE as inserts; with deletion vectors on, updated rows are marked
-rather than their files rewritten, so a round's cost follows the segment, not the crawldb.
+fetched pages (and redirect targets) that are not yet known become unfetched rows. The link
+table changes first (a MERGE of the changed old links and an append of the new ones, both
+tagged ``linkdb:<segment>``), then the crawldb in one MERGE tagged ``updatedb:<segment>``,
+whose commit marks the segment applied. A rerun after a crash (or by mistake) redoes the
+link update idempotently and skips an applied crawldb MERGE. New URLs go in the crawldb
+MERGE as inserts; with deletion vectors on, updated rows are marked rather than their files
+rewritten, so a round's cost follows the segment, not the crawldb.
 """
 from __future__ import annotations
 
@@ -170,11 +171,22 @@ def with_domain(df: DataFrame) -> DataFrame:
     return df.join(hosts, on="host", how="left")
 
 
-def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
-    """Crawldb rows for link targets not yet in the crawldb (depth = source depth + 1)."""
-    depth = links.join(crawldb.select(F.col("url").alias("src"), "depth"), on="src", how="left") \
+def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime,
+             links_count: int | None = None) -> DataFrame:
+    """Crawldb rows for link targets not yet in the crawldb (depth = source depth + 1).
+
+    The crawldb is probed with the segment's few URLs (semi-joins against them, broadcast
+    when ``links_count`` is at most ``db.broadcast_rows``) rather than joined whole, so it is
+    scanned but never shuffled."""
+    bound = conf["db.broadcast_rows"]
+    probe = (lambda urls: small(urls, links_count, bound)) if links_count is not None else (lambda urls: urls)
+    srcs = links.select(F.col("src").alias("url")).distinct()
+    dsts = links.select(F.col("dst").alias("url")).distinct()
+    src_depth = crawldb.join(probe(srcs), on="url", how="left_semi").select(F.col("url").alias("src"), "depth")
+    known = crawldb.join(probe(dsts), on="url", how="left_semi").select(F.col("url").alias("dst"))
+    depth = links.join(src_depth, on="src", how="left") \
         .groupBy("dst").agg((F.min(F.coalesce("depth", F.lit(0))) + 1).alias("depth"))
-    fresh = depth.join(crawldb.select(F.col("url").alias("dst")), on="dst", how="left_anti") \
+    fresh = depth.join(known, on="dst", how="left_anti") \
         .select(F.col("dst").alias("url"), "depth").withColumn("host", host_expr("url"))
     cap = conf["db.max_urls_per_host"]
     if cap > 0:
@@ -186,29 +198,57 @@ def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime) ->
     return new_entries(with_domain(fresh), conf, now)
 
 
-def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refreshed_srcs: DataFrame) -> None:
-    """Replace the links of pages whose links were seen afresh; keep first_seen of old ones."""
+def small(df: DataFrame, rows: int, max_rows: int) -> DataFrame:
+    """``df`` with a broadcast hint when it has at most ``max_rows`` rows. A checkpointed
+    DataFrame carries no size statistics, so without the hint Spark plans a sort-merge join
+    and shuffles the whole big side (the link table, the crawldb) to meet a few rows."""
+    return F.broadcast(df) if rows <= max_rows else df
+
+
+def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refreshed_srcs: DataFrame,
+                broadcast_rows: int) -> dict:
+    """Replace the links of pages whose links were seen afresh; keep first_seen of old ones.
+
+    Links already in the table are updated or deleted by a MERGE with matched clauses only
+    (an inner join, which can broadcast the small source); links not in it yet are appended.
+    A MERGE with an insert clause would instead plan an outer join that keeps every source
+    row, for which Spark cannot broadcast the source, and shuffle the whole link table every
+    round. Both commits are tagged ``linkdb:<segment>`` and a rerun is idempotent: the MERGE
+    sets the same values again, and links appended before a crash are old links to the rerun.
+    """
     table = storage.ensure_table(spark, linkdb_path, "links")
-    old = table.toDF().join(refreshed_srcs, on="src", how="left_semi")
-    gone = old.join(links.select("src", "dst"), on=["src", "dst"], how="left_anti") \
-        .withColumn("_op", F.lit("delete"))
-    source = links.withColumn("_op", F.lit("upsert")).unionByName(gone).localCheckpoint(eager=True)
-    with storage.merge_source_materialized(spark):
-        (table.alias("t").merge(source.alias("s"), "t.src = s.src AND t.dst = s.dst")
-         .whenMatchedDelete(condition="s._op = 'delete'")
-         .whenMatchedUpdate(condition="s._op = 'upsert'", set={
-             "anchor": "s.anchor", "meta": "s.meta", "nofollow": "s.nofollow", "last_seen": "s.last_seen"})
-         .whenNotMatchedInsert(condition="s._op = 'upsert'",
-                               values={c: f"s.{c}" for c in schemas.columns("links")})
-         .execute())
+    srcs = links.select("src").unionByName(refreshed_srcs.select("src")).distinct().localCheckpoint(eager=True)
+    old = (table.toDF().join(small(srcs, srcs.count(), broadcast_rows), on="src", how="left_semi")
+           .select("src", "dst").localCheckpoint(eager=True))
+    seen = links.join(old, on=["src", "dst"], how="left_semi").withColumn("_op", F.lit("update"))
+    gone = (old.join(links.select("src", "dst"), on=["src", "dst"], how="left_anti")
+            .withColumn("_op", F.lit("delete")))
+    changes = seen.unionByName(gone, allowMissingColumns=True).localCheckpoint(eager=True)
+    counts = {r["_op"]: r["n"] for r in changes.groupBy("_op").agg(F.count("*").alias("n")).collect()}
+    if counts:
+        with storage.merge_source_materialized(spark):
+            (table.alias("t").merge(small(changes, sum(counts.values()), broadcast_rows).alias("s"),
+                                    "t.src = s.src AND t.dst = s.dst")
+             .whenMatchedDelete(condition="s._op = 'delete'")
+             .whenMatchedUpdate(condition="s._op = 'update'", set={
+                 "anchor": "s.anchor", "meta": "s.meta", "nofollow": "s.nofollow", "last_seen": "s.last_seen"})
+             .execute())
+    added = links.join(old, on=["src", "dst"], how="left_anti").localCheckpoint(eager=True)
+    new_links = added.count()
+    if new_links:
+        schemas.conform(added, "links").write.format("delta").mode("append").save(linkdb_path)
+    return {"updated": counts.get("update", 0), "deleted": counts.get("delete", 0), "added": new_links}
 
 
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
-    """Apply ``segment``: the link MERGE, then the crawldb MERGE that marks it applied.
+    """Apply ``segment``: the link update, then the crawldb MERGE that marks it applied.
 
     Each MERGE's source is computed once and checkpointed (``localCheckpoint``), so the
     crawldb is scanned once per round however many joins build the source, the counters are
-    read from the checkpoint, and Delta need not materialize the source again.
+    read from the checkpoint, and Delta need not materialize the source again. The segment's
+    side of every join with the crawldb or the link table is broadcast up to
+    ``db.broadcast_rows`` rows: those tables are scanned, never shuffled, so the round's
+    shuffles follow the segment, not the crawl.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
@@ -224,23 +264,27 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     table = storage.ensure_table(spark, db_path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     crawldb = table.toDF()
 
+    bound = conf["db.broadcast_rows"]
     links = segment_links(content, parsed, conf, now).localCheckpoint(eager=True)
+    links_count = links.count()
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
     with storage.commit_tag(spark, f"linkdb:{segment}"):
-        merge_links(spark, link_path, links, refreshed)
+        link_changes = merge_links(spark, link_path, links, refreshed, bound)
 
-    updates = schemas.conform(updated_entries(crawldb, outcomes(content, parsed), conf, now), "crawldb")
-    fresh = new_urls(links, crawldb, conf, now)
+    outcome = small(outcomes(content, parsed), content.count(), bound)
+    updates = schemas.conform(updated_entries(crawldb, outcome, conf, now), "crawldb")
+    fresh = new_urls(links, crawldb, conf, now, links_count)
     source = (updates.withColumn("_new", F.lit(False))
               .unionByName(fresh.withColumn("_new", F.lit(True)))
               .localCheckpoint(eager=True))
     tally = source.groupBy("_new", "status").agg(F.count("*").alias("n")).collect()
     counts = {r["status"]: r["n"] for r in tally if not r["_new"]}
     with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
-        (table.alias("db").merge(source.drop("_new").alias("s"), "db.url = s.url")
+        rows = sum(r["n"] for r in tally)
+        (table.alias("db").merge(small(source.drop("_new"), rows, bound).alias("s"), "db.url = s.url")
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-    counters = {"segment": segment, "by_status": counts, "links": links.count(),
+    counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
                 "new_urls": sum(r["n"] for r in tally if r["_new"]),
                 "version": storage.table_version(spark, db_path)}
     storage.write_stats(spark, crawl_dir, segment, "updatedb", counters)

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta
 
 from crawlkit import schemas, storage
 from crawlkit.conf import make_conf
-from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries
+from crawlkit.stages.updatedb import merge_links, outcomes, run_updatedb, updated_entries
 from crawlkit.status import FetchStatus, Schedule, Status, transition
 
 from sparkhelpers import crawldb_rows
@@ -148,3 +148,31 @@ def test_an_abandoned_segment_is_refused_and_the_crawldb_stays_as_it_was(spark, 
     with pytest.raises(SegmentStateError, match="abandoned"):
         run_updatedb(spark, conf, NOW, "s1")
     assert storage.table_version(spark, path) == version
+
+
+def _links(spark, rows, seen):
+    return schemas.conform(spark.createDataFrame(
+        [{"src": s, "dst": d, "src_host": s.split("/")[2], "dst_host": d.split("/")[2], "anchor": a,
+          "meta": {}, "nofollow": False, "first_seen": seen, "last_seen": seen} for s, d, a in rows],
+        schemas.struct("links")), "links")
+
+
+def test_merge_links_updates_kept_links_deletes_gone_ones_appends_new_ones_once(spark, tmp_path):
+    """A recrawled page's links: kept ones keep first_seen, lost ones go, new ones come in once,
+    however often the update is applied, with or without the broadcast of its small sides."""
+    later = NOW + timedelta(days=1)
+    for broadcast_rows in (0, 1000):
+        path = str(tmp_path / f"linkdb{broadcast_rows}")
+        a, b = "http://a.test/", "http://b.test/"
+        first = _links(spark, [(a, a + "kept", "old"), (a, a + "lost", "x"), (b, b + "other", "y")], NOW)
+        merge_links(spark, path, first, first.select("src").distinct(), broadcast_rows)
+        again = _links(spark, [(a, a + "kept", "new anchor"), (a, a + "new", "z")], later)
+        refreshed = spark.createDataFrame([(a,)], "src string")
+        assert merge_links(spark, path, again, refreshed, broadcast_rows) == {"updated": 1, "deleted": 1, "added": 1}
+        # applied again: the link appended the first time is an old link now, updated in place
+        assert merge_links(spark, path, again, refreshed, broadcast_rows) == {"updated": 2, "deleted": 0, "added": 0}
+        rows = storage.read_table(spark, path, "links").collect()
+        got = {(r.dst, r.anchor, r.first_seen, r.last_seen) for r in rows}
+        assert len(rows) == len(got) == 3
+        assert got == {(a + "kept", "new anchor", NOW, later), (a + "new", "z", later, later),
+                       (b + "other", "y", NOW, NOW)}
