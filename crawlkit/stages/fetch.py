@@ -95,7 +95,11 @@ def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: 
 
 
 def assemble(parts: DataFrame) -> DataFrame:
-    """One content row per URL (a retried task may have spilled a URL twice: keep the first)."""
+    """One content row per URL (a retried task may have spilled a URL twice: keep the first).
+    Looking for a repeated URL reads the url column only; the window that removes repeats
+    shuffles every page's content, so it runs only when there is one."""
+    if parts.groupBy("url").count().filter("count > 1").limit(1).count() == 0:
+        return parts
     first = Window.partitionBy("url").orderBy("fetched_at")
     return parts.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
 
@@ -118,10 +122,11 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     fetched_now = fetch_remaining(spark, fetchlist, conf, now, parts_uri)
     storage.write_segment_part(assemble(_parts(spark, parts_uri)), crawl_dir, segment, "content", "content")
     content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
-    by_status = {r["fetch_status"]: r["n"] for r in
-                 content.groupBy("fetch_status").agg(F.count("*").alias("n")).collect()}
-    totals = content.agg(F.count("*").alias("pages"), F.sum(F.length("content")).alias("bytes")).first()
-    counters = {"segment": segment, "pages": totals["pages"], "bytes": totals["bytes"] or 0,
+    tally = content.groupBy("fetch_status").agg(F.count("*").alias("n"),
+                                                F.sum(F.length("content")).alias("bytes")).collect()
+    by_status = {r["fetch_status"]: r["n"] for r in tally}
+    counters = {"segment": segment, "pages": sum(by_status.values()),
+                "bytes": sum(r["bytes"] or 0 for r in tally),
                 "by_status": by_status, "fetched_now": fetched_now, "resumed": resumed}
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)
     return counters
