@@ -206,7 +206,7 @@ def small(df: DataFrame, rows: int, max_rows: int) -> DataFrame:
 
 
 def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refreshed_srcs: DataFrame,
-                broadcast_rows: int) -> dict:
+                broadcast_rows: int, links_count: int, refreshed_count: int) -> dict:
     """Replace the links of pages whose links were seen afresh; keep first_seen of old ones.
 
     Links already in the table are updated or deleted by a MERGE with matched clauses only
@@ -215,10 +215,12 @@ def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refresh
     row, for which Spark cannot broadcast the source, and shuffle the whole link table every
     round. Both commits are tagged ``linkdb:<segment>`` and a rerun is idempotent: the MERGE
     sets the same values again, and links appended before a crash are old links to the rerun.
+    ``links`` is checkpointed and holds ``links_count`` rows, each (src, dst) once;
+    ``refreshed_count`` bounds the number of refreshed pages (the broadcast's size).
     """
     table = storage.ensure_table(spark, linkdb_path, "links")
-    srcs = links.select("src").unionByName(refreshed_srcs.select("src")).distinct().localCheckpoint(eager=True)
-    old = (table.toDF().join(small(srcs, srcs.count(), broadcast_rows), on="src", how="left_semi")
+    srcs = links.select("src").unionByName(refreshed_srcs.select("src")).distinct()
+    old = (table.toDF().join(small(srcs, links_count + refreshed_count, broadcast_rows), on="src", how="left_semi")
            .select("src", "dst").localCheckpoint(eager=True))
     seen = links.join(old, on=["src", "dst"], how="left_semi").withColumn("_op", F.lit("update"))
     gone = (old.join(links.select("src", "dst"), on=["src", "dst"], how="left_anti")
@@ -233,11 +235,11 @@ def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refresh
              .whenMatchedUpdate(condition="s._op = 'update'", set={
                  "anchor": "s.anchor", "meta": "s.meta", "nofollow": "s.nofollow", "last_seen": "s.last_seen"})
              .execute())
-    added = links.join(old, on=["src", "dst"], how="left_anti").localCheckpoint(eager=True)
-    new_links = added.count()
-    if new_links:
-        schemas.conform(added, "links").write.format("delta").mode("append").save(linkdb_path)
-    return {"updated": counts.get("update", 0), "deleted": counts.get("delete", 0), "added": new_links}
+    added = links_count - counts.get("update", 0)   # every link is either seen before or new
+    if added:
+        (schemas.conform(links.join(old, on=["src", "dst"], how="left_anti"), "links")
+         .write.format("delta").mode("append").save(linkdb_path))
+    return {"updated": counts.get("update", 0), "deleted": counts.get("delete", 0), "added": added}
 
 
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
@@ -264,15 +266,15 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     table = storage.ensure_table(spark, db_path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     crawldb = table.toDF()
 
-    bound = conf["db.broadcast_rows"]
+    bound, segment_urls = conf["db.broadcast_rows"], content.count()
     links = segment_links(content, parsed, conf, now).localCheckpoint(eager=True)
     links_count = links.count()
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
     with storage.commit_tag(spark, f"linkdb:{segment}"):
-        link_changes = merge_links(spark, link_path, links, refreshed, bound)
+        link_changes = merge_links(spark, link_path, links, refreshed, bound, links_count, segment_urls)
 
-    outcome = small(outcomes(content, parsed), content.count(), bound)
+    outcome = small(outcomes(content, parsed), segment_urls, bound)
     updates = schemas.conform(updated_entries(crawldb, outcome, conf, now), "crawldb")
     fresh = new_urls(links, crawldb, conf, now, links_count)
     source = (updates.withColumn("_new", F.lit(False))

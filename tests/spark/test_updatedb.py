@@ -165,12 +165,12 @@ def test_merge_links_updates_kept_links_deletes_gone_ones_appends_new_ones_once(
         path = str(tmp_path / f"linkdb{broadcast_rows}")
         a, b = "http://a.test/", "http://b.test/"
         first = _links(spark, [(a, a + "kept", "old"), (a, a + "lost", "x"), (b, b + "other", "y")], NOW)
-        merge_links(spark, path, first, first.select("src").distinct(), broadcast_rows)
+        merge_links(spark, path, first, first.select("src").distinct(), broadcast_rows, 3, 3)
         again = _links(spark, [(a, a + "kept", "new anchor"), (a, a + "new", "z")], later)
         refreshed = spark.createDataFrame([(a,)], "src string")
-        assert merge_links(spark, path, again, refreshed, broadcast_rows) == {"updated": 1, "deleted": 1, "added": 1}
+        assert merge_links(spark, path, again, refreshed, broadcast_rows, 2, 1) == {"updated": 1, "deleted": 1, "added": 1}
         # applied again: the link appended the first time is an old link now, updated in place
-        assert merge_links(spark, path, again, refreshed, broadcast_rows) == {"updated": 2, "deleted": 0, "added": 0}
+        assert merge_links(spark, path, again, refreshed, broadcast_rows, 2, 1) == {"updated": 2, "deleted": 0, "added": 0}
         rows = storage.read_table(spark, path, "links").collect()
         got = {(r.dst, r.anchor, r.first_seen, r.last_seen) for r in rows}
         assert len(rows) == len(got) == 3
