@@ -178,15 +178,17 @@ def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime,
     The crawldb is probed with the segment's few URLs (semi-joins against them, broadcast
     when ``links_count`` is at most ``db.broadcast_rows``) rather than joined whole, so it is
     scanned but never shuffled."""
-    bound = conf["db.broadcast_rows"]
-    probe = (lambda urls: small(urls, links_count, bound)) if links_count is not None else (lambda urls: urls)
-    srcs = links.select(F.col("src").alias("url")).distinct()
-    dsts = links.select(F.col("dst").alias("url")).distinct()
-    src_depth = crawldb.join(probe(srcs), on="url", how="left_semi").select(F.col("url").alias("src"), "depth")
-    known = crawldb.join(probe(dsts), on="url", how="left_semi").select(F.col("url").alias("dst"))
+    def probe(column: str) -> DataFrame:
+        urls = links.select(F.col(column).alias("url")).distinct()
+        if links_count is not None:
+            urls = small(urls, links_count, conf["db.broadcast_rows"])
+        return crawldb.join(urls, on="url", how="left_semi")
+
+    src_depth = probe("src").select(F.col("url").alias("src"), "depth")
+    known_dsts = probe("dst").select(F.col("url").alias("dst"))
     depth = links.join(src_depth, on="src", how="left") \
         .groupBy("dst").agg((F.min(F.coalesce("depth", F.lit(0))) + 1).alias("depth"))
-    fresh = depth.join(known, on="dst", how="left_anti") \
+    fresh = depth.join(known_dsts, on="dst", how="left_anti") \
         .select(F.col("dst").alias("url"), "depth").withColumn("host", host_expr("url"))
     cap = conf["db.max_urls_per_host"]
     if cap > 0:
