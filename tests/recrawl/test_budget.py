@@ -43,10 +43,10 @@ def crawldb(make_crawldb):
     ])
 
 
-def expected_priority(score, changes, checks, age, horizon, interval=D, high=31536000):
+def expected_priority(score, changes, checks, age, horizon, interval=D):
     """importance x P(stale) x expected fresh share of the horizon (refetch.py's priority)."""
     rate = -math.log((checks - changes + 0.5) / (checks + 0.5)) / interval
-    rate = max(rate, 1.0 / high)
+    rate = max(rate, 0.5 / (checks * interval))   # never seen changing: Jeffreys posterior mean
     return score * (1 - math.exp(-rate * age)) * (1 - math.exp(-rate * horizon)) / (rate * horizon)
 
 
@@ -56,9 +56,10 @@ def conf_for(**kw):
 
 def test_budget_goes_to_importance_times_staleness(spark, crawldb):
     # 6 held pages, budget 2: horizon 3 rounds of 1 h (RECENT's copy is 10 min old, min_interval 1 h)
-    # priorities: hot_fast 0.36, medium 0.048, cold_fast 0.0077, hot_never 0.0021
+    # priorities: hot_fast 0.36, medium 0.048, hot_never 0.037 (10 unchanged checks: 1 change
+    # in 20 days), cold_fast 0.0077
     p = lambda *a: expected_priority(*a, 20 * H, horizon=3 * H)  # noqa: E731
-    assert p(0.5, 9, 10) > p(0.3, 2, 10) > p(0.01, 10, 10) > p(0.9, 0, 10)
+    assert p(0.5, 9, 10) > p(0.3, 2, 10) > p(0.9, 0, 10) > p(0.01, 10, 10)
     rows = generate(crawldb, conf_for(schedule__budget=2, crawl__topN=4), NOW, "s1").collect()
     urls = [r.url for r in rows]
     assert urls[:2] == [HOT_FAST, MEDIUM]          # refetches, best priority first
@@ -99,16 +100,26 @@ def test_age_is_taken_on_the_logical_clock(spark, make_crawldb):
 
 def test_budget_zero_means_top_n(spark, crawldb):
     rows = generate(crawldb, conf_for(schedule__budget=0, crawl__topN=3), NOW, "s1").collect()
-    assert [r.url for r in rows] == [HOT_FAST, MEDIUM, COLD_FAST]
+    assert [r.url for r in rows] == [HOT_FAST, MEDIUM, HOT_NEVER]   # priorities as in the first test
 
 
 def test_unused_budget_leaves_room_for_new_urls(spark, crawldb):
     rows = generate(crawldb, conf_for(schedule__budget=10, crawl__topN=7), NOW, "s1").collect()
     urls = [r.url for r in rows]
-    assert urls[:4] == [HOT_FAST, MEDIUM, COLD_FAST, HOT_NEVER]
+    assert urls[:4] == [HOT_FAST, MEDIUM, HOT_NEVER, COLD_FAST]
     assert urls[4:] == [NEW1, NEW2, NEW3]
 
 
 def test_other_schedules_keep_the_due_rule(spark, crawldb):
     rows = generate(crawldb, make_conf(schedule__kind="adaptive", crawl__topN=10), NOW, "s1").collect()
     assert {r.url for r in rows} == {NEW1, NEW2, NEW3}   # held pages are not due until tomorrow
+
+
+def test_a_page_never_seen_changing_fades_from_the_budget_as_the_evidence_grows(spark, make_crawldb):
+    # Equally important and old copies, neither ever seen changing: 2 unchanged checks say less
+    # than 20, so the page checked twice is the better bet (and neither has priority 0).
+    twice, often = "http://twice.test/", "http://often.test/"
+    db = make_crawldb([held(twice, 0.5, 0, 2, 5 * D), held(often, 0.5, 0, 20, 5 * D)])
+    assert expected_priority(0.5, 0, 2, 5 * D, horizon=D) > expected_priority(0.5, 0, 20, 5 * D, horizon=D) > 0
+    rows = generate(db, conf_for(schedule__budget=1, crawl__topN=1, schedule__horizon=D), NOW, "s1").collect()
+    assert [r.url for r in rows] == [twice]
