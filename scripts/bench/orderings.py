@@ -60,6 +60,13 @@ def web_pages(links: Path) -> int:
     return len(pages)
 
 
+def fetched_pages(crawl_dir: Path) -> int:
+    """Pages fetched so far by the crawl in ``crawl_dir``, from its segments' fetch counters
+    (a resumed round's fetch ran in an earlier process, so the reports of this one miss it)."""
+    return sum(json.loads(stats.read_text())["pages"]
+               for stats in crawl_dir.glob("segments/*/_stats/fetch.json"))
+
+
 def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, workdir: Path,
               previous: dict | None = None) -> dict:
     """One crawl under one ordering up to ``args.upto`` of the web; returns its timings.
@@ -74,8 +81,9 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "seeds.txt").write_text("\n".join(seeds) + "\n")
     per_round = max(1, round(args.round * pages))
-    fetched_before = previous["fetched"] if previous else 0
-    limit = round(args.upto * pages) - fetched_before
+    limit = round(args.upto * pages) - fetched_pages(crawl_dir)
+    if previous is not None and limit <= 0:   # already there (crawl.max_pages = 0 means no limit)
+        return {**previous, "upto": args.upto, "fetched": fetched_pages(crawl_dir)}
     with ReplayServer([source], workdir=workdir / "replay") as web:
         conf = load_conf(overrides={
             "crawl.dir": str(crawl_dir), "crawl.topN": per_round, "crawl.max_pages": limit,
@@ -96,7 +104,7 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
     return {"ordering": ordering, "upto": args.upto,
             "rounds": len(reports) + (previous["rounds"] if previous else 0),
             "seconds": round(seconds + (previous["seconds"] if previous else 0.0), 1),
-            "fetched": fetched_before + sum(r.counters["fetch"]["pages"] for r in reports),
+            "fetched": fetched_pages(crawl_dir),
             "stage_seconds": stages}
 
 
