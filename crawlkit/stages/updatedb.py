@@ -284,8 +284,8 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
               .localCheckpoint(eager=True))
     tally = source.groupBy("_new", "status").agg(F.count("*").alias("n")).collect()
     counts = {r["status"]: r["n"] for r in tally if not r["_new"]}
+    rows = sum(r["n"] for r in tally)
     with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
-        rows = sum(r["n"] for r in tally)
         (table.alias("db").merge(small(source.drop("_new"), rows, bound).alias("s"), "db.url = s.url")
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
