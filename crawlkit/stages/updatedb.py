@@ -251,8 +251,9 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     crawldb is scanned once per round however many joins build the source, the counters are
     read from the checkpoint, and Delta need not materialize the source again. The segment's
     side of every join with the crawldb or the link table is broadcast up to
-    ``db.broadcast_rows`` rows: those tables are scanned, never shuffled, so the round's
-    shuffles follow the segment, not the crawl.
+    ``db.broadcast_rows`` rows, so those tables are scanned rather than shuffled; the one
+    exception is the insert pass of the crawldb MERGE, an outer join that keeps the source,
+    which Spark will not broadcast.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)

@@ -62,7 +62,9 @@ def web_pages(links: Path) -> int:
 
 def fetched_pages(crawl_dir: Path) -> int:
     """Pages fetched so far by the crawl in ``crawl_dir``, from its segments' fetch counters
-    (a resumed round's fetch ran in an earlier process, so the reports of this one miss it)."""
+    (a resumed round's fetch ran in an earlier process, so the reports of this one miss it).
+    The files ``crawlkit.inspect.segments.stage_stats`` reads, read directly: the crawl is a
+    local folder and the first call comes before any Spark session."""
     return sum(json.loads(stats.read_text())["pages"]
                for stats in crawl_dir.glob("segments/*/_stats/fetch.json"))
 
@@ -81,9 +83,10 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "seeds.txt").write_text("\n".join(seeds) + "\n")
     per_round = max(1, round(args.round * pages))
-    limit = round(args.upto * pages) - fetched_pages(crawl_dir)
+    fetched = fetched_pages(crawl_dir)
+    limit = round(args.upto * pages) - fetched
     if previous is not None and limit <= 0:   # already there (crawl.max_pages = 0 means no limit)
-        return {**previous, "upto": args.upto, "fetched": fetched_pages(crawl_dir)}
+        return {**previous, "upto": args.upto, "fetched": fetched}
     with ReplayServer([source], workdir=workdir / "replay") as web:
         conf = load_conf(overrides={
             "crawl.dir": str(crawl_dir), "crawl.topN": per_round, "crawl.max_pages": limit,
