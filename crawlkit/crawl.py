@@ -89,7 +89,11 @@ def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport,
 def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
               clock: Callable[[], datetime], log: Callable[[str], None] = print) -> list[RoundReport]:
     """Inject the seeds (if given), then up to ``rounds`` rounds; stops early when nothing is
-    due or when crawl.max_pages (crawl-and-stop) is reached."""
+    due or when crawl.max_pages (crawl-and-stop) is reached.
+
+    The budget counts the pages this call fetched (``fetched_now``): a resumed round's pages
+    that a dead process already fetched were that process's, so they do not end this crawl a
+    round early."""
     reports = []
     _inject(spark, conf, seeds, clock(), log)
     fetched_total = 0
@@ -99,11 +103,17 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
             log("nothing due: crawl finished")
             break
         reports.append(report)
-        fetched_total += report.counters.get("fetch", {}).get("pages", 0)
+        fetched_total += pages_fetched_now(report)
         if conf["crawl.max_pages"] and fetched_total >= conf["crawl.max_pages"]:
             log(f"crawl-and-stop: {fetched_total} pages fetched")
             break
     return reports
+
+
+def pages_fetched_now(report: RoundReport) -> int:
+    """Pages the round's fetch stage fetched in this process (0 when it only scored)."""
+    fetch = report.counters.get("fetch", {})
+    return fetch.get("fetched_now", fetch.get("pages", 0))
 
 
 def _within_budget(conf: Conf, fetched_total: int) -> Conf:

@@ -14,7 +14,8 @@ comparison table and plot::
 Each ordering's crawl and evaluation are kept under ``--workdir``; a rerun skips the
 orderings already evaluated there up to ``--upto``, and a rerun with a larger ``--upto``
 continues those crawls where they stopped (same crawl directory, same access log) instead of
-starting over, so a long experiment can be run in steps. Politeness is off
+starting over, so a long experiment can be run in steps. A crawl whose process died (no run
+record yet) is continued too, unless ``--fresh``. Politeness is off
 (the replay web is local); the fetch lists are not capped per host, as in the paper.
 """
 from __future__ import annotations
@@ -69,6 +70,14 @@ def fetched_pages(crawl_dir: Path) -> int:
                for stats in crawl_dir.glob("segments/*/_stats/fetch.json"))
 
 
+def interrupted(ordering: str) -> dict:
+    """The run record of a crawl whose process died before writing one (killed, session
+    over): the crawl continues where its segments stop instead of starting over; the dead
+    process's timings are lost, and the record says so."""
+    return {"ordering": ordering, "upto": 0.0, "rounds": 0, "seconds": 0.0, "stage_seconds": {},
+            "timings_incomplete": True}
+
+
 def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, workdir: Path,
               previous: dict | None = None) -> dict:
     """One crawl under one ordering up to ``args.upto`` of the web; returns its timings.
@@ -108,7 +117,8 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
             "rounds": len(reports) + (previous["rounds"] if previous else 0),
             "seconds": round(seconds + (previous["seconds"] if previous else 0.0), 1),
             "fetched": fetched_pages(crawl_dir),
-            "stage_seconds": stages}
+            "stage_seconds": stages,
+            **({"timings_incomplete": True} if previous and previous.get("timings_incomplete") else {})}
 
 
 def main() -> int:
@@ -121,6 +131,8 @@ def main() -> int:
     parser.add_argument("--upto", type=float, default=0.5, help="stop after this share of the web")
     parser.add_argument("--conf", action="append", default=[], help="extra key=value for every crawl")
     parser.add_argument("--workdir", default="/tmp/crawlkit-orderings")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start over a crawl that died before its run record (default: continue it)")
     parser.add_argument("--out", required=True, help="where the table (.md), plot (.png) and CSVs go")
     args = parser.parse_args()
 
@@ -134,6 +146,8 @@ def main() -> int:
         workdir = Path(args.workdir) / name / ordering
         done = workdir / "run.json"
         previous = json.loads(done.read_text()) if done.exists() else None
+        if previous is None and not args.fresh and fetched_pages(workdir / "crawl") > 0:
+            previous = interrupted(ordering)
         if previous is None or previous.get("upto", args.upto) < args.upto:
             run = crawl_one(args.source, args.seed, ordering, pages, args, workdir, previous)
             result = evaluate_crawl(str(workdir / "crawl"), str(links), LABELS.get(ordering, ordering),
@@ -151,7 +165,10 @@ def main() -> int:
         "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         st = r["stage_seconds"]
-        timing.append(f"| {r['ordering']} | {r['rounds']} | {r['fetched']} | {r['seconds']} | " + " | ".join(
+        seconds = r["seconds"]
+        if r.get("timings_incomplete"):
+            seconds = f"{seconds} (rounds before a restart untimed)"
+        timing.append(f"| {r['ordering']} | {r['rounds']} | {r['fetched']} | {seconds} | " + " | ".join(
             str(st.get(s, "")) for s in ("generate", "fetch", "parse", "updatedb", "score")) + " |")
     text = (f"# Orderings on {name}: T = {pages} pages, rounds of {args.round:.0%}, up to {args.upto:.0%}\n\n"
             f"{table}\n## Crawl time\n\n" + "\n".join(timing) + "\n")
