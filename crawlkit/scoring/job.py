@@ -59,9 +59,12 @@ def crawled_texts(spark: SparkSession, crawl_dir: str, upto: str | None) -> Data
 
 
 def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
-                segment: str | None = None, scorer: str | Scorer | None = None) -> dict:
+                segment: str | None = None, scorer: str | Scorer | None = None,
+                focus_step: bool = True) -> dict:
     """Score the crawl with ``scorer`` (default ``scoring.scorer``) and MERGE the result.
 
+    In a focused crawl the focus step (hot pages, hot_distance) joins the MERGE unless
+    ``focus_step`` is false: a round's further scorers leave it to its main one.
     Returns counters: scorer, tag, pages (rows updated), skipped, seconds, and for PageRank
     the engine and iterations.
     """
@@ -88,7 +91,7 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     texts = crawled_texts(spark, crawl_dir, segment) if needs_texts else None
     ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
                          texts=texts, segment=segment)
-    if query.enabled:  # focused crawl: hot pages and hot_distance, in the same commit
+    if query.enabled and focus_step:  # focused crawl: hot pages and hot_distance, in the same commit
         ctx = replace(ctx, focus=focus_state(ctx, query))
     result = impl.score(ctx)
 
@@ -122,7 +125,7 @@ def run_round_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: date
     main, *extra = round_scorers(conf)
     counters = run_scoring(spark, crawl_dir, conf, now, segment, scorer=main)
     if extra:
-        counters["also"] = {name: run_scoring(spark, crawl_dir, conf, now, segment, scorer=name)
+        counters["also"] = {name: run_scoring(spark, crawl_dir, conf, now, segment, scorer=name, focus_step=False)
                             for name in extra}
     return counters
 

@@ -18,8 +18,9 @@ vs 0.220 at 20%, spread 0.218-0.498 over hashes) and trails PageRank by 0.14 on 
 generated webs' top pages (docs/orderings).
 
 Only the top N of each list is ever ranked (Spark's TakeOrderedAndProject), so the cost is
-one exact top-N per metric, not a global sort. A focused crawl (``focus.words`` set) is not
-interleaved: its ordering is topical relevance, which a topic-blind metric would dilute.
+one exact top-N per metric, not a global sort. A focused crawl (``focus.words`` set) interleaves
+``focus.interleave`` instead, empty by default: its ordering is topical relevance, which a
+topic-blind metric would dilute unless asked to.
 """
 from __future__ import annotations
 
@@ -39,9 +40,12 @@ def metric(name: str) -> Column:
 
 
 def interleaved_metrics(conf: Conf) -> list[str]:
-    """The metrics the fetch list interleaves; empty when it is not interleaved."""
-    if conf["generate.policy"] != "interleave" or conf["focus.words"]:
+    """The metrics the fetch list interleaves; empty when it is not interleaved. A focused
+    crawl reads ``focus.interleave`` instead, where empty means relevance alone."""
+    if conf["generate.policy"] != "interleave":
         return []
+    if conf["focus.words"]:
+        return list(conf["focus.interleave"])
     names = list(conf["generate.interleave"])
     if not names:
         raise ValueError("generate.policy = interleave needs generate.interleave (a list of metrics)")

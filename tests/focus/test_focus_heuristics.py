@@ -110,11 +110,41 @@ def test_focus_learns_from_dead_links(spark, context, crawldb, links, texts):
                     + [(hub, u, {"anchor": "notes"}) for u in live + [fresh["syl"]]])
     text_df = texts([(hub, "Home", "welcome")] + [(u, "Course notes", "course") for u in live])
 
-    def focus_scores(learn):
-        ctx = context(db, link_df, text_df, focus__learn_from_dead_links=learn)
+    def focus_scores(learn, calibrate=False):   # the prior uncalibrated: the dead links' effect alone
+        ctx = context(db, link_df, text_df, focus__learn_from_dead_links=learn, focus__calibrate_prior=calibrate)
         return as_dict(get_scorer("focus").score(ctx))
 
     without, with_dead = focus_scores(False), focus_scores(True)
     assert without[fresh["course"]] > without[fresh["syl"]]        # the topic word alone wins
     assert with_dead[fresh["course"]] < with_dead[fresh["syl"]]    # six 404s taught otherwise
     assert with_dead[fresh["syl"]] == pytest.approx(without[fresh["syl"]])
+    calibrated = focus_scores(True, calibrate=True)                 # the default: the same order
+    assert calibrated[fresh["course"]] < calibrated[fresh["syl"]]
+
+
+def test_focus_calibrates_the_prior_of_untested_topic_words(spark, context, crawldb, links, texts):
+    """Links named "course" led to pages that were not hot, links named "notes" to hot ones.
+    An untested topic word ("homework") then starts where topic words have been found to
+    lead, not at 1.0, and the tested "notes" pattern outranks it."""
+    hub = "http://a.test/hub.html"
+    missed = [f"http://a.test/c/{i}.html" for i in range(4)]
+    found = [f"http://a.test/n/{i}.html" for i in range(2)]
+    fresh = {"homework": "http://a.test/h/new.html", "notes": "http://a.test/n/new.html"}
+    db = crawldb([{"url": hub, "status": "fetched", "depth": 0}]
+                 + [{"url": u, "status": "fetched"} for u in missed + found]
+                 + [{"url": u} for u in fresh.values()])
+    link_df = links([(hub, u, {"anchor": "course"}) for u in missed]
+                    + [(hub, u, {"anchor": "notes"}) for u in found]
+                    + [(hub, fresh["homework"], {"anchor": "homework"}), (hub, fresh["notes"], {"anchor": "notes"})])
+    text_df = texts([(hub, "Home", "welcome")] + [(u, "Photos", "family") for u in missed]
+                    + [(u, "Course notes", "course") for u in found])
+
+    def focus_scores(calibrate):
+        ctx = context(db, link_df, text_df, focus__words=["course", "homework"], focus__calibrate_prior=calibrate)
+        return as_dict(get_scorer("focus").score(ctx))
+
+    raw, calibrated = focus_scores(False), focus_scores(True)
+    assert raw[fresh["homework"]] == pytest.approx(1.0)                  # untested topic word: prior 1.0
+    assert raw[fresh["homework"]] > raw[fresh["notes"]]
+    assert calibrated[fresh["homework"]] < calibrated[fresh["notes"]]    # what topic words brought: 1 in 3
+    assert calibrated[fresh["homework"]] < 0.5

@@ -83,8 +83,10 @@ def fetch_order(spark, **conf):
 def test_interleave_takes_each_metric_best_in_turn(spark):
     assert fetch_order(spark, crawl__topN=4) == ["u1", "u6", "u2", "u5"]
     assert fetch_order(spark, crawl__topN=4, generate__policy="score") == ["u1", "u2", "u3", "u4"]
-    # a focused crawl keeps its topical ordering: no interleaving
+    # a focused crawl keeps its topical ordering: no interleaving, unless focus.interleave asks
     assert fetch_order(spark, crawl__topN=4, focus__words=["course"]) == ["u1", "u2", "u3", "u4"]
+    assert fetch_order(spark, crawl__topN=4, focus__words=["course"],
+                       focus__interleave=["score", "backlinks"]) == ["u1", "u6", "u2", "u5"]
 
 
 def test_interleave_caps_hosts_across_lists(spark):

@@ -74,3 +74,15 @@ def test_make_conf_and_sections():
     assert conf.changed() == {"fetcher.threads": 3}
     with pytest.raises(ConfError):
         parse_assignments(["no-equals-sign"])
+
+
+def test_a_focused_crawl_interleaves_focus_interleave_only():
+    from crawlkit.scoring.job import round_scorers
+    from crawlkit.stages.interleave import interleaved_metrics
+
+    focused = make_conf(focus__words=["course"], scoring__scorer="focus")
+    assert interleaved_metrics(focused) == [] and round_scorers(focused) == ["focus"]
+    hedged = make_conf(focus__words=["course"], scoring__scorer="focus", focus__interleave=["score", "depth"])
+    assert interleaved_metrics(hedged) == ["score", "depth"]
+    assert round_scorers(hedged) == ["focus", "depth"]
+    assert interleaved_metrics(make_conf()) == ["score", "backlinks"]

@@ -17,6 +17,16 @@ cluster, a course-number pattern, a directory name) and topic words that mislead
 A link scores its best feature's rate; a page its best in-link's, plus the breadth-first
 tie-break. Nothing is fitted offline: every rate comes from the running crawl.
 
+With ``focus.calibrate_prior`` the prior is calibrated by the crawl too:
+prior(t) = p0 + rel(t) · (p_rel − p0), where p_rel is what links carrying related words have
+actually brought (their relatedness-weighted hit rate, shrunk towards 1 by k). Without it a
+topic word no link has yet tested keeps prior 1.0, and since a link scores its best
+feature, any link whose dozens of metadata words include one untested topic word (a
+"homework" in the surrounding text of every link of a course page) ties at the top: the
+maximum of many optimistic guesses. Calibrated, such a word starts where topic words have
+been found to lead, and a feature with evidence behind it can outrank it. On WebKB it
+changed nothing measurable (docs/focused.md), so it is off by default.
+
 A link whose target turned out ``gone`` (404, 410, robots-denied, or failing past the retry
 limit) is a labelled example too, a miss: following it brought no hot page
 (``focus.learn_from_dead_links``). Without it, features that keep pointing at dead pages
@@ -59,13 +69,29 @@ def link_outcomes(ctx: ScoringContext, judged: DataFrame) -> DataFrame:
     return judged.unionByName(dead)
 
 
-def feature_rates(features: DataFrame, judged: DataFrame, rel: DataFrame, p0: float, k: float) -> DataFrame:
+def related_rate(seen: DataFrame, rel: DataFrame, k: float) -> float:
+    """What a link carrying a fully related word (rel = 1) has brought so far: the hit rate
+    of the judged links' related words, each weighted by its relatedness, shrunk towards 1
+    (the untested belief that topic words lead to the topic) by k pseudo-links."""
+    weighted = (seen.join(rel.filter(F.col("rel") > 0), on="word", how="inner")
+                .agg(F.sum(F.col("rel") * F.col("pos")).alias("pos"), F.sum(F.col("rel") * F.col("tot")).alias("tot"))
+                .first())
+    return ((weighted["pos"] or 0.0) + k) / ((weighted["tot"] or 0.0) + k)
+
+
+def feature_rates(features: DataFrame, judged: DataFrame, rel: DataFrame, p0: float, k: float,
+                  calibrate: bool = False) -> DataFrame:
     """word, rate for every feature seen on a link (see module doc)."""
     seen = (features.join(judged.select(F.col("url").alias("dst"), "hot"), on="dst", how="inner")
             .select(F.explode("words").alias("word"), F.col("hot").cast("double").alias("h"))
-            .groupBy("word").agg(F.sum("h").alias("pos"), F.count("*").alias("tot")))
+            .groupBy("word").agg(F.sum("h").alias("pos"), F.count("*").alias("tot"))).localCheckpoint()
     words = features.select(F.explode("words").alias("word")).distinct()
-    prior = F.greatest(F.coalesce(F.col("rel"), F.lit(p0)), F.lit(p0))
+    if calibrate:
+        p_rel = related_rate(seen, rel, k)
+        prior = F.least(F.greatest(F.lit(p0) + F.coalesce(F.col("rel"), F.lit(0.0)) * F.lit(p_rel - p0),
+                                   F.lit(0.0)), F.lit(1.0))
+    else:
+        prior = F.greatest(F.coalesce(F.col("rel"), F.lit(p0)), F.lit(p0))
     return (words.join(seen, on="word", how="left").join(rel, on="word", how="left")
             .select("word", ((F.coalesce(F.col("pos"), F.lit(0.0)) + F.lit(k) * prior)
                              / (F.coalesce(F.col("tot"), F.lit(0)) + F.lit(k))).alias("rate")))
@@ -85,7 +111,8 @@ class LearnedFocus(BaseScorer):
         n = judged.agg(F.count("*").alias("n"), F.sum(F.col("hot").cast("int")).alias("h")).first()
         p0 = (n["h"] or 0) / n["n"] if n["n"] else 0.0
         features = link_features(ctx).localCheckpoint()
-        rates = feature_rates(features, link_outcomes(ctx, judged), rel, p0, float(ctx.conf["focus.learn_prior"]))
+        rates = feature_rates(features, link_outcomes(ctx, judged), rel, p0, float(ctx.conf["focus.learn_prior"]),
+                              calibrate=ctx.conf["focus.calibrate_prior"])
         best = (features.select("dst", F.explode("words").alias("word"))
                 .join(rates, on="word", how="inner").groupBy("dst").agg(F.max("rate").alias("s")))
         return by_target(ctx, best)
