@@ -3,12 +3,15 @@
 Crawls /work/shared/data/webkb-cornell-texas through the replay web once per crawler, from
 the two department home pages, in rounds of --topN pages (politeness off), and measures
 harvest rate and recall of ``course``-labelled pages after 100, 250 and 500 fetched pages
-with crawlkit.evaluate's functions. Writes a markdown table and a PNG plot::
+with crawlkit.evaluate's functions, twice: K counting pages of the web (a dead link, a page
+the sample lacks, is not counted) and K counting every fetch (a dead link is a fetched page
+that is not on topic). Writes markdown tables and a PNG plot::
 
     .venv/bin/python scripts/bench/focused_webkb.py --out docs/img/focused_webkb.png
 
 Each crawler's result is kept in --work/<name>.json, so a rerun only crawls what is missing
-(--only to pick crawlers, --fresh to start over).
+(--only to pick crawlers, --fresh to start over, --extend to continue crawls that ended
+before 500 pages of the web to a larger --pages, --measure-only to measure again).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from itertools import count
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 DATA = Path("/work/shared/data/webkb-cornell-texas")
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/"]
@@ -32,6 +36,7 @@ FOCUS = {"focus.words": TOPIC_WORDS}
 CRAWLERS = {  # name -> conf overrides, in the order they run
     "breadth-first": {"scoring.scorer": "depth", "generate.policy": "score"},
     "focus (default)": {**FOCUS, "scoring.scorer": "focus"},
+    "focus, prior calibrated": {**FOCUS, "scoring.scorer": "focus", "focus.calibrate_prior": True},
     "hot-queue modified": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
     "hot-queue": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue",
                   "focus.hot_queue_distance": 0},
@@ -39,6 +44,9 @@ CRAWLERS = {  # name -> conf overrides, in the order they run
     "amh": {**FOCUS, "scoring.scorer": "amh"},
     "rw": {**FOCUS, "scoring.scorer": "rw"},
     "pagerank": {"scoring.scorer": "pagerank", "generate.policy": "score"},
+    "hot-queue modified, focus order": {**FOCUS, "scoring.scorer": "focus", "generate.policy": "hot_queue"},
+    "focus + breadth-first": {**FOCUS, "scoring.scorer": "focus", "focus.interleave": ["score", "depth"]},
+    "rwb + breadth-first": {**FOCUS, "scoring.scorer": "rwb", "focus.interleave": ["score", "depth"]},
 }
 
 
@@ -46,21 +54,38 @@ def crawl_folder(work: Path, name: str) -> Path:
     return work / name.replace(" ", "_").replace("(", "").replace(")", "")
 
 
-def crawl(spark, name: str, overrides: dict, work: Path, proxy: str, top_n: int, pages: int) -> tuple[Path, float]:
+def fetches(crawl_dir: Path) -> int:
+    """Fetches so far (dead links included), from the segments' fetch counters."""
+    return sum(json.loads(stats.read_text())["pages"] for stats in crawl_dir.glob("segments/*/_stats/fetch.json"))
+
+
+def crawl(spark, name: str, overrides: dict, work: Path, proxy: str, top_n: int, pages: int,
+          extend: bool = False) -> tuple[Path, float]:
+    """Crawl up to ``pages`` fetches; with ``extend`` an existing crawl continues to that
+    total (no inject, its logical clock going on after its last segment)."""
     from crawlkit.conf import load_conf
     from crawlkit.crawl import run_crawl
 
     crawl_dir = crawl_folder(work, name)
-    shutil.rmtree(crawl_dir, ignore_errors=True)
-    (crawl_dir.parent / f"{crawl_dir.name}.seeds").write_text("\n".join(SEEDS) + "\n")
+    done = fetches(crawl_dir) if extend else 0
+    start = datetime(2026, 1, 1)
+    if done:
+        last = max(p.name for p in (crawl_dir / "segments").iterdir())
+        start = datetime.strptime(last, "%Y%m%d%H%M%S") + timedelta(hours=1)
+    else:
+        shutil.rmtree(crawl_dir, ignore_errors=True)
+        (crawl_dir.parent / f"{crawl_dir.name}.seeds").write_text("\n".join(SEEDS) + "\n")
+    if pages - done <= 0:
+        return crawl_dir, 0.0
     conf = load_conf(overrides={
-        "crawl.dir": str(crawl_dir), "crawl.topN": top_n, "crawl.max_pages": pages,
+        "crawl.dir": str(crawl_dir), "crawl.topN": top_n, "crawl.max_pages": pages - done,
         "fetcher.proxy": proxy, "fetcher.server_delay": 0.0, "fetcher.threads_per_host": 8,
         "generate.max_per_host": 0, "urls.hosts_allow": SCOPE, **overrides})
     ticks = count()
-    clock = lambda: datetime(2026, 1, 1) + timedelta(hours=next(ticks))  # noqa: E731
+    clock = lambda: start + timedelta(hours=next(ticks))  # noqa: E731
     started = time.perf_counter()
-    run_crawl(spark, conf, str(crawl_dir.parent / f"{crawl_dir.name}.seeds"), pages // top_n + 20, clock,
+    seeds = None if done else str(crawl_dir.parent / f"{crawl_dir.name}.seeds")
+    run_crawl(spark, conf, seeds, (pages - done) // top_n + 20, clock,
               log=lambda m: print(f"[{name}] {m}", file=sys.stderr, flush=True))
     return crawl_dir, time.perf_counter() - started
 
@@ -78,21 +103,39 @@ def measure(crawl_dir: Path) -> dict:
     on_topic = web.on_topic("course")
     harvest = measures.harvest_rate(order, on_topic, "course").crawler
     recall = measures.target_recall(order, on_topic, "course").crawler
+    # The same over every fetch, a dead link (a page the sample lacks: 404) counting as a
+    # fetched page that is not on topic: what the crawl cost, not only what it reached.
+    every = content.sort_values(["segment", "fetched_at", "url"], kind="stable").drop_duplicates("url")
+    page = every["url"].map(web.page_id)
+    hit = np.array([bool(on_topic[int(i)]) if pd.notna(i) else False for i in page])
+    found, k = np.cumsum(hit), np.arange(1, len(hit) + 1)
     return {"pages": len(order), "course_pages": int(on_topic.sum()),
-            "harvest": harvest.tolist(), "recall": recall.tolist()}
+            "harvest": harvest.tolist(), "recall": recall.tolist(), "fetches": len(hit),
+            "harvest_per_fetch": (found / k).tolist(), "recall_per_fetch": (found / on_topic.sum()).tolist()}
 
 
 def at(curve: list, k: int) -> str:
     return f"{curve[k - 1]:.3f}" if len(curve) >= k else "–"
 
 
-def table(results: dict) -> str:
+def minutes(seconds: float) -> str:
+    """Wall minutes; "–" where a crawl's first process died before recording them."""
+    return "–" if seconds != seconds else f"{seconds / 60:.1f}"
+
+
+def table(results: dict, per_fetch: bool = False) -> str:
+    """K = pages of the web crawled (dead links not counted), or with ``per_fetch`` every
+    fetch (dead links count as fetched pages that are not on topic)."""
+    suffix = "_per_fetch" if per_fetch else ""
     head = ("| crawler | " + " | ".join(f"harvest@{k}" for k in AT) + " | "
-            + " | ".join(f"recall@{k}" for k in AT) + " | pages | minutes |")
-    rows = [head, "|---" * (2 + 2 * len(AT)) + "|---|"]
+            + " | ".join(f"recall@{k}" for k in AT) + " | pages of the web | fetches | minutes |")
+    rows = [head, "|---" * (2 + 2 * len(AT)) + "|---|---|"]
     for name, r in results.items():
-        rows.append(f"| {name} | " + " | ".join(at(r["harvest"], k) for k in AT) + " | "
-                    + " | ".join(at(r["recall"], k) for k in AT) + f" | {r['pages']} | {r['seconds'] / 60:.1f} |")
+        if f"recall{suffix}" not in r:
+            continue
+        rows.append(f"| {name} | " + " | ".join(at(r[f"harvest{suffix}"], k) for k in AT) + " | "
+                    + " | ".join(at(r[f"recall{suffix}"], k) for k in AT)
+                    + f" | {r['pages']} | {r.get('fetches', '')} | {minutes(r['seconds'])} |")
     return "\n".join(rows)
 
 
@@ -128,8 +171,10 @@ def main() -> int:
     parser.add_argument("--out", default="docs/img/focused_webkb.png")
     parser.add_argument("--only", action="append", help="crawler names to run (default: all)")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--extend", action="store_true",
+                        help=f"continue the crawls that ended before {max(AT)} pages of the web, up to --pages fetches")
     parser.add_argument("--measure-only", action="store_true",
-                        help="no crawling: measure the crawl folders in --work as they are (a stopped run)")
+                        help="no crawling: measure (again) the crawl folders in --work as they are")
     args = parser.parse_args()
 
     from crawlkit.conf import load_conf
@@ -142,11 +187,22 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     names = args.only or list(CRAWLERS)
     todo = [n for n in names if not (work / f"{n}.json").exists()]
+    earlier = {}   # crawler -> seconds already spent on the crawl it continues
+    if args.extend:
+        for n in names:
+            kept = work / f"{n}.json"
+            result = json.loads(kept.read_text()) if kept.exists() else {"pages": 0, "seconds": float("nan")}
+            if result["pages"] < max(AT) and 0 < fetches(crawl_folder(work, n)) < args.pages:
+                if n not in todo:
+                    todo.append(n)
+                earlier[n] = result["seconds"]   # nan: the process that began it died first
     if args.measure_only:
-        for name in todo:
+        for name in names:
             if crawl_folder(work, name).exists():
-                result = {**measure(crawl_folder(work, name)), "seconds": float("nan"), "conf": CRAWLERS[name]}
-                (work / f"{name}.json").write_text(json.dumps(result))
+                kept = work / f"{name}.json"
+                seconds = json.loads(kept.read_text())["seconds"] if kept.exists() else float("nan")
+                result = {**measure(crawl_folder(work, name)), "seconds": seconds, "conf": CRAWLERS[name]}
+                kept.write_text(json.dumps(result))
         todo = []
     if todo:
         with ReplayServer([str(DATA / "pages.warc.gz")], workdir=work / "replay") as web:
@@ -154,7 +210,8 @@ def main() -> int:
 
             def one(name: str) -> None:
                 crawl_dir, seconds = crawl(spark, name, CRAWLERS[name], work, web.proxy_url,
-                                           args.topN, args.pages)
+                                           args.topN, args.pages, extend=name in earlier)
+                seconds += earlier.get(name, 0.0)
                 result = {**measure(crawl_dir), "seconds": seconds, "conf": CRAWLERS[name]}
                 (work / f"{name}.json").write_text(json.dumps(result))
                 print(f"[{name}] done in {seconds:.0f} s", file=sys.stderr, flush=True)
@@ -166,7 +223,8 @@ def main() -> int:
     results = {n: json.loads((work / f"{n}.json").read_text()) for n in CRAWLERS
                if (work / f"{n}.json").exists()}
     print(f"Rounds of {args.topN} pages; {next(iter(results.values()))['course_pages']} course pages "
-          f"in the web.\n\n{table(results)}")
+          f"in the web.\n\nK = pages of the web crawled:\n\n{table(results)}\n\n"
+          f"K = fetches (a dead link is a fetched page):\n\n{table(results, per_fetch=True)}")
     plot(results, Path(args.out))
     return 0
 
