@@ -1,7 +1,11 @@
 """Two focused rounds through the replay web: the scoring run keeps hot_distance and the
-hot-queue flag in the crawldb, and the hot pages it finds are the web's topical pages."""
+hot-queue flag in the crawldb, and the hot pages it finds are the web's topical pages; with
+focus.interleave the round also scores the interleaved metric, whose MERGE leaves the focus
+columns to the main scorer's."""
 from datetime import datetime, timedelta
 from itertools import count
+
+import pytest
 
 from crawlkit import storage
 from crawlkit.conf import make_conf
@@ -12,13 +16,17 @@ from crawlkit.replay.testing import replay_factory  # noqa: F401  (fixture)
 SPEC = "gen:60,seed=5,hosts=2,topic=sports,topic_share=0.5"
 
 
-def test_focused_rounds_keep_hot_distance(spark, replay_factory, tmp_path):
+@pytest.mark.parametrize("policy, also", [
+    ({"generate__policy": "hot_queue"}, set()),
+    ({"generate__policy": "interleave", "focus__interleave": ["score", "depth"]}, {"depth"}),
+])
+def test_focused_rounds_keep_hot_distance(spark, replay_factory, tmp_path, policy, also):
     server = replay_factory([SPEC])
     truth = GeneratedWeb(SPEC)
     (tmp_path / "seeds.txt").write_text("http://s0.gen.test/\n")
     conf = make_conf(crawl__dir=str(tmp_path / "crawl"), crawl__topN=15, generate__partitions=2,
-                     generate__policy="hot_queue", fetcher__proxy=server.proxy_url, fetcher__server_delay=0.0,
-                     spark__shuffle_partitions=2, scoring__scorer="focus", focus__words=list(truth.topic))
+                     fetcher__proxy=server.proxy_url, fetcher__server_delay=0.0, spark__shuffle_partitions=2,
+                     scoring__scorer="focus", focus__words=list(truth.topic), **policy)
     ticks = count()
     clock = lambda: datetime(2026, 1, 1) + timedelta(hours=next(ticks))  # noqa: E731
     assert len(run_crawl(spark, conf, str(tmp_path / "seeds.txt"), 2, clock, log=lambda _m: None)) == 2
@@ -28,5 +36,5 @@ def test_focused_rounds_keep_hot_distance(spark, replay_factory, tmp_path):
     assert hot and all(truth.is_topical(truth.find(u)) for u in hot)
     assert any(r.hot_distance == 1 for r in db)
     unfetched = [r for r in db if r.status == "unfetched"]
-    assert unfetched and all({"focus", "hot_link"} <= set(r.scores) for r in unfetched)
+    assert unfetched and all({"focus", "hot_link", *also} <= set(r.scores) for r in unfetched)
     assert any(r.scores["hot_link"] == 1.0 for r in unfetched)
