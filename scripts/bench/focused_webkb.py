@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from orderings import fetched_pages as fetches   # sibling script: fetches so far, dead links included
 
 DATA = Path("/work/shared/data/webkb-cornell-texas")
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/"]
@@ -52,11 +53,6 @@ CRAWLERS = {  # name -> conf overrides, in the order they run
 
 def crawl_folder(work: Path, name: str) -> Path:
     return work / name.replace(" ", "_").replace("(", "").replace(")", "")
-
-
-def fetches(crawl_dir: Path) -> int:
-    """Fetches so far (dead links included), from the segments' fetch counters."""
-    return sum(json.loads(stats.read_text())["pages"] for stats in crawl_dir.glob("segments/*/_stats/fetch.json"))
 
 
 def crawl(spark, name: str, overrides: dict, work: Path, proxy: str, top_n: int, pages: int,
