@@ -62,9 +62,10 @@ def session_settings(conf: Conf) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
-        # Delta rebuilds table state with this many tasks (default 50): match the shuffle size,
-        # or every small commit pays for 50 tasks.
-        "spark.databricks.delta.snapshotPartitions": str(conf["spark.shuffle_partitions"]),
+        # Delta lists a table's files with a Spark job over its cached state, in this many
+        # tasks (default 50), whenever a query on the table is planned: a round plans ~50.
+        # The state is the file list, not the rows: one task holds it for any crawldb here.
+        "spark.databricks.delta.snapshotPartitions": str(conf["spark.delta_snapshot_partitions"]),
         # Small crawl tables: no broadcast surprises, adaptive execution on.
         "spark.sql.adaptive.enabled": "true",
         "spark.python.worker.reuse": "true",

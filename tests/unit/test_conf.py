@@ -86,3 +86,14 @@ def test_a_focused_crawl_interleaves_focus_interleave_only():
     assert interleaved_metrics(hedged) == ["score", "depth"]
     assert round_scorers(hedged) == ["focus", "depth"]
     assert interleaved_metrics(make_conf()) == ["score", "backlinks"]
+
+
+def test_spark_settings_follow_the_spark_keys_and_extra_wins():
+    from crawlkit.spark import session_settings
+    conf = load_conf(overrides=parse_assignments(["spark.shuffle_partitions=6", "spark.delta_snapshot_partitions=3"]))
+    settings = session_settings(conf)
+    assert settings["spark.sql.shuffle.partitions"] == "6"
+    assert settings["spark.databricks.delta.snapshotPartitions"] == "3"
+    override = load_conf(overrides=parse_assignments(
+        ['spark.extra={"spark.databricks.delta.snapshotPartitions": "9"}']))
+    assert session_settings(override)["spark.databricks.delta.snapshotPartitions"] == "9"
