@@ -156,7 +156,7 @@ def _latest_segment(spark, conf) -> str:
 
 def run(args) -> dict:
     """Dispatch a parsed command line; returns the stage's counters."""
-    from crawlkit.spark import get_spark
+    from crawlkit.spark import get_spark, job_group
 
     conf = _conf_from(args)
     if args.command == "evaluate":  # runs on the driver; Spark only for the Delta crawldb
@@ -168,11 +168,12 @@ def run(args) -> dict:
     cmd = args.command
     if conf.changed():
         say("options in effect: " + json.dumps(conf.changed(), default=str, sort_keys=True))
-    if cmd in WRITERS:
-        from crawlkit.lock import round_lock
-        with round_lock(spark, conf["crawl.dir"], cmd, break_lock=args.break_lock):
-            return _dispatch(cmd, args, spark, conf, now, say)
-    return _dispatch(cmd, args, spark, conf, now, say)
+    with job_group(spark, cmd, getattr(args, "segment", None)):
+        if cmd in WRITERS:
+            from crawlkit.lock import round_lock
+            with round_lock(spark, conf["crawl.dir"], cmd, break_lock=args.break_lock):
+                return _dispatch(cmd, args, spark, conf, now, say)
+        return _dispatch(cmd, args, spark, conf, now, say)
 
 
 def _abandon(args, spark, conf, now, say) -> dict:

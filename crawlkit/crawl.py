@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from crawlkit import storage
 from crawlkit.conf import Conf
+from crawlkit.spark import job_group
 from crawlkit.stages.evict import run_evict
 from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import new_segment_name, run_generate
@@ -30,9 +31,10 @@ class RoundReport:
     resumed_from: str | None = None                # "fetch" or "score" when it continued a dead round
 
 
-def _timed(report: RoundReport, stage: str, fn, *args):
+def _timed(report: RoundReport, stage: str, fn, spark: SparkSession, *args):
     started = time.perf_counter()
-    result = fn(*args)
+    with job_group(spark, stage, report.segment):
+        result = fn(spark, *args)
     report.seconds[stage] = round(time.perf_counter() - started, 3)
     report.counters[stage] = result
     return result

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+
 from pyspark.sql import SparkSession
 
 from crawlkit.conf import Conf
@@ -92,3 +94,20 @@ def get_spark(conf: Conf, master: str | None = None) -> SparkSession:
     checkpoint = conf["spark.checkpoint_dir"] or conf["crawl.dir"].rstrip("/") + "/_checkpoints"
     spark.sparkContext.setCheckpointDir(checkpoint)
     return spark
+
+
+@contextmanager
+def job_group(spark: SparkSession, stage: str, segment: str | None = None):
+    """Tag every Spark job a stage starts, Delta's own included, with the job group
+    ``crawlkit-<stage>`` and the description "crawlkit <stage> <segment>": the Spark UI, the
+    event log and the status tracker then say which stage of which round a job serves.
+    The thread's previous group is restored afterwards."""
+    sc = spark.sparkContext
+    keys = ("spark.jobGroup.id", "spark.job.description")
+    previous = [sc.getLocalProperty(k) for k in keys]
+    sc.setJobGroup(f"crawlkit-{stage}", " ".join(p for p in ("crawlkit", stage, segment) if p))
+    try:
+        yield
+    finally:
+        for key, value in zip(keys, previous):
+            sc.setLocalProperty(key, value)

@@ -5,7 +5,8 @@ Used for the round figures in docs/performance.md, e.g. the Hollins site::
     .venv/bin/python scripts/bench/crawl_rounds.py /work/shared/data/hollins \
         --seed http://www1.hollins.edu/ --rounds 10 --topN 500
 
-Prints one line per round (seconds per stage, pages fetched) and the fetch+parse throughput.
+Prints one line per round (seconds per stage, pages fetched), the Spark jobs each stage
+started per round, and the fetch+parse throughput.
 Politeness is on (the configured delay per host) unless --no-delay.
 """
 from __future__ import annotations
@@ -46,6 +47,8 @@ def main() -> int:
         if args.no_delay:
             overrides.update({"fetcher.server_delay": 0.0, "fetcher.threads_per_host": 8})
         overrides.update(parse_assignments(args.conf))
+        # keep every job's record, for the count of Spark jobs per stage below
+        overrides["spark.extra"] = {"spark.ui.retainedJobs": "1000000", **overrides.get("spark.extra", {})}
         conf = load_conf(overrides=overrides)
         spark = get_spark(conf)
         started = time.perf_counter()
@@ -61,7 +64,12 @@ def main() -> int:
         pages += n
         fetch_parse += r.seconds["fetch"] + r.seconds["parse"]
         print(f"| {i} | {n} | " + " | ".join(f"{r.seconds.get(s, 0):.1f}" for s in stages) + " |")
-    print(json.dumps({"rounds": len(reports), "pages": pages, "total_s": round(total, 1),
+    # Spark jobs per stage and round (crawl.py tags each stage's jobs, Delta's own included):
+    # the fixed cost of a round on small segments is mostly this count times a job's overhead.
+    tracker = spark.sparkContext.statusTracker()
+    jobs = {s: round(len(tracker.getJobIdsForGroup(f"crawlkit-{s}")) / max(1, len(reports)), 1) for s in stages}
+    print("Spark jobs per round: " + ", ".join(f"{s} {n}" for s, n in jobs.items()))
+    print(json.dumps({"rounds": len(reports), "pages": pages, "total_s": round(total, 1), "jobs_per_round": jobs,
                       "fetch_parse_pages_per_s": round(pages / fetch_parse, 1) if fetch_parse else None}))
     return 0
 

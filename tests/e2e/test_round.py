@@ -41,7 +41,11 @@ def crawled(spark, tmp_path_factory):
     ticks = count()
     clock = lambda: NOW + timedelta(hours=next(ticks))  # noqa: E731  inject at +0h, rounds at +1h, +2h, +3h
     reports = run_crawl(spark, conf, str(seeds), 3, clock, log=lambda _m: None)
-    yield dict(conf=conf, server=server, reports=reports, log=server.access_log(),
+    tracker = spark.sparkContext.statusTracker()
+    job_groups = {stage: len(tracker.getJobIdsForGroup(f"crawlkit-{stage}"))
+                  for stage in ("generate", "fetch", "parse", "updatedb", "score")}
+    yield dict(conf=conf, server=server, reports=reports, log=server.access_log(), job_groups=job_groups,
+               group_after=spark.sparkContext.getLocalProperty("spark.jobGroup.id"),
                db={r.url: r for r in storage.read_table(spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb").collect()},
                links=storage.read_table(spark, storage.linkdb_path(conf["crawl.dir"]), "links").collect())
     server.stop()
@@ -55,6 +59,12 @@ def test_three_rounds_ran_and_fetched_pages(crawled):
     assert len(crawled["reports"]) == 3
     assert sum(r.counters["fetch"]["pages"] for r in crawled["reports"]) >= 80
     assert crawled["reports"][0].counters["generate"]["generated"] == 1 + len(TRAPS)
+
+
+def test_spark_jobs_are_tagged_with_their_stage(crawled):
+    """The Spark UI and event log name the crawlkit stage of every job; the tag is lifted after."""
+    assert all(n > 0 for n in crawled["job_groups"].values()), crawled["job_groups"]
+    assert crawled["group_after"] is None
 
 
 def test_every_fetched_url_is_in_the_crawldb_with_the_right_status(crawled):
