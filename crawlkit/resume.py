@@ -80,7 +80,8 @@ def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfi
         last = applied[-1]
         segment = tags[last].split(":", 1)[1]
         # scored: every scorer of the round committed (a kill between two of them resumes)
-        scored = all(f"score-{name}:{segment}" in tags[last + 1:] for name in round_scorers(conf))
+        later = {t for commit in tags[last + 1:] for t in storage.tags_of(commit)}
+        scored = all(f"score-{name}:{segment}" in later for name in round_scorers(conf))
         finished = storage.path_exists(
             spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "round.json"))
         if not scored and not finished:

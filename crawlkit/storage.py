@@ -12,6 +12,8 @@ Layout under one crawl directory (a path or URI)::
 
 Every Delta commit made by a stage carries ``userMetadata = "<stage>:<segment>"`` so a stage
 can tell whether a segment was already applied and a rerun is a no-op (idempotent stages).
+A commit that applies several stages at once (a round's scorers) carries their tags
+space-separated (``tags_of``).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Iterator
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from crawlkit import schemas
 
@@ -117,12 +120,20 @@ def merge_source_materialized(spark: SparkSession):
     return session_setting(spark, "spark.databricks.delta.merge.materializeSource", "none")
 
 
+def tags_of(user_metadata: str | None) -> list[str]:
+    """The stage tags of one commit: a commit that applies several (a round's scorers in one
+    MERGE) carries them space-separated."""
+    return (user_metadata or "").split()
+
+
 def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
-    """Whether a commit tagged ``tag`` is in the table's history (the stage already ran)."""
+    """Whether a commit tagged ``tag`` (alone or among others) is in the table's history
+    (the stage already ran)."""
     if not is_delta(spark, path):
         return False
     history = DeltaTable.forPath(spark, path).history().select("userMetadata")
-    return history.filter(history.userMetadata == tag).limit(1).count() > 0
+    tags = F.split(F.coalesce(history.userMetadata, F.lit("")), " ")
+    return history.filter(F.array_contains(tags, tag)).limit(1).count() > 0
 
 
 def commit_tags(spark: SparkSession, path: str) -> list[str | None]:

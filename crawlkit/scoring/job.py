@@ -1,9 +1,10 @@
-"""The scoring job: run one scorer over the crawl and write its result into the crawldb.
+"""The scoring job: run scorers over the crawl and write their results into the crawldb.
 
-One Delta MERGE per run updates, for every page the scorer scored, ``scores[name]``, the
+One Delta MERGE per run updates, for every page a scorer scored, ``scores[name]``, the
 ordering score ``score`` (the combiner over the whole ``scores`` map) and the scorer's own
 state columns (OPIC's cash, history, last_processed), so a crash leaves either the old or
-the new crawldb, never a half-scored one. The commit is tagged ``score-<name>:<segment>``:
+the new crawldb, never a half-scored one. A round runs all its scorers in that one MERGE.
+Each scorer's tag ``score-<name>:<segment>`` goes into the commit (space-separated):
 
 * incremental scorers (OPIC) move each segment's cash **exactly once**: a rerun whose tag is
   already in the crawldb's history is a no-op (``counters["skipped"] = 1``);
@@ -64,44 +65,67 @@ def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
     """Score the crawl with ``scorer`` (default ``scoring.scorer``) and MERGE the result.
 
     In a focused crawl the focus step (hot pages, hot_distance) joins the MERGE unless
-    ``focus_step`` is false: a round's further scorers leave it to its main one.
+    ``focus_step`` is false.
     Returns counters: scorer, tag, pages (rows updated), skipped, seconds, and for PageRank
     the engine and iterations.
     """
-    started = time.monotonic()
     impl = get_scorer(scorer or conf["scoring.scorer"]) if not hasattr(scorer, "score") else scorer
-    name = impl.name
-    if impl.needs_segment and not segment:
-        raise ValueError(f"scorer {name!r} moves state per segment: pass the segment to score")
-    tag = f"score-{name}:{segment or 'all'}"
+    return score_together(spark, crawl_dir, conf, now, segment, [impl], focus_step)
+
+
+def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
+                   segment: str | None, scorers: list[Scorer], focus_step: bool = True) -> dict:
+    """Run ``scorers`` over one read of the crawl and write all their results in one MERGE.
+
+    The commit carries every scorer's tag, space-separated (``score-pagerank:<seg>
+    score-backlinks:<seg>``): each stays findable by ``storage.was_applied``. A scorer that
+    needs the segment and whose tag is already in the history is left out (OPIC's cash moves
+    once). Returns the first scorer's counters, the others' under ``also``.
+    """
+    started = time.monotonic()
+    for impl in scorers:
+        if impl.needs_segment and not segment:
+            raise ValueError(f"scorer {impl.name!r} moves state per segment: pass the segment to score")
+    tags = {impl.name: f"score-{impl.name}:{segment or 'all'}" for impl in scorers}
     db_path = storage.crawldb_path(crawl_dir)
-    counters = {"scorer": name, "tag": tag, "pages": 0, "skipped": 0}
-    if impl.needs_segment and storage.was_applied(spark, db_path, tag):
-        log.info("%s already applied: nothing to do", tag)
-        counters["skipped"] = 1
-        return counters
-
-    crawldb = storage.read_table(spark, db_path, "crawldb")
-    link_path = storage.linkdb_path(crawl_dir)
-    links = (storage.read_table(spark, link_path, "links") if storage.is_delta(spark, link_path)
-             else schemas.empty(spark, "links"))
-    processed = processed_pages(spark, crawl_dir, segment) if segment else None
-    query = load_query(conf)
-    needs_texts = name == "similarity" or query.enabled or getattr(impl, "needs_texts", False)
-    texts = crawled_texts(spark, crawl_dir, segment) if needs_texts else None
-    ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
-                         texts=texts, segment=segment)
-    if query.enabled and focus_step:  # focused crawl: hot pages and hot_distance, in the same commit
-        ctx = replace(ctx, focus=focus_state(ctx, query))
-    result = impl.score(ctx)
-
-    counters["pages"] = merge_scores(spark, db_path, crawldb, result, impl, conf, tag, ctx.focus)
-    last = getattr(impl, "last_result", None)
-    if last is not None:
-        counters.update(engine=last.engine, iterations=last.iterations, delta=last.delta)
-    counters["seconds"] = round(time.monotonic() - started, 3)
-    if segment:
-        storage.write_stats(spark, crawl_dir, segment, f"score-{name}", counters)
+    due = [impl for impl in scorers
+           if not (impl.needs_segment and storage.was_applied(spark, db_path, tags[impl.name]))]
+    per_scorer = {impl.name: {"scorer": impl.name, "tag": tags[impl.name], "pages": 0,
+                              "skipped": int(impl not in due)} for impl in scorers}
+    for impl in scorers:
+        if impl not in due:
+            log.info("%s already applied: nothing to do", tags[impl.name])
+    if due:
+        crawldb = storage.read_table(spark, db_path, "crawldb")
+        link_path = storage.linkdb_path(crawl_dir)
+        links = (storage.read_table(spark, link_path, "links") if storage.is_delta(spark, link_path)
+                 else schemas.empty(spark, "links"))
+        processed = processed_pages(spark, crawl_dir, segment) if segment else None
+        query = load_query(conf)
+        needs_texts = query.enabled or any(impl.name == "similarity" or getattr(impl, "needs_texts", False)
+                                           for impl in due)
+        texts = crawled_texts(spark, crawl_dir, segment) if needs_texts else None
+        ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
+                             texts=texts, segment=segment)
+        if query.enabled and focus_step:  # focused crawl: hot pages and hot_distance, in the same commit
+            ctx = replace(ctx, focus=focus_state(ctx, query))
+        results = [(impl, impl.score(ctx)) for impl in due]
+        pages = merge_scores(spark, db_path, crawldb, results, conf,
+                             " ".join(tags[impl.name] for impl in due), ctx.focus)
+        for impl in due:
+            per_scorer[impl.name]["pages"] = pages
+            last = getattr(impl, "last_result", None)
+            if last is not None:
+                per_scorer[impl.name].update(engine=last.engine, iterations=last.iterations, delta=last.delta)
+    seconds = round(time.monotonic() - started, 3)
+    for impl in scorers:
+        per_scorer[impl.name]["seconds"] = seconds
+        if segment and impl in due:
+            storage.write_stats(spark, crawl_dir, segment, f"score-{impl.name}", per_scorer[impl.name])
+    first, *others = scorers
+    counters = per_scorer[first.name]
+    if others:
+        counters["also"] = {impl.name: per_scorer[impl.name] for impl in others}
     return counters
 
 
@@ -117,39 +141,47 @@ def round_scorers(conf: Conf) -> list[str]:
 
 def run_round_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
                       segment: str | None = None) -> dict:
-    """A round's scoring: each of :func:`round_scorers` in its own tagged MERGE.
+    """A round's scoring: every one of :func:`round_scorers` in one tagged MERGE.
 
-    Each MERGE recomputes ``score`` from the whole ``scores`` map, so the last one leaves it
-    consistent. Returns the main scorer's counters, with the others' under ``also``.
+    One commit rewrites the scored rows once however many metrics the next fetch list reads
+    (the default interleave needs two): half the crawldb rewrites of one MERGE per scorer, and
+    no crawldb that holds one metric of the round and not the other. Returns the main
+    scorer's counters, with the others' under ``also``.
     """
-    main, *extra = round_scorers(conf)
-    counters = run_scoring(spark, crawl_dir, conf, now, segment, scorer=main)
-    if extra:
-        counters["also"] = {name: run_scoring(spark, crawl_dir, conf, now, segment, scorer=name, focus_step=False)
-                            for name in extra}
-    return counters
+    return score_together(spark, crawl_dir, conf, now, segment, [get_scorer(n) for n in round_scorers(conf)])
 
 
-def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame, result: DataFrame,
-                 impl: Scorer, conf: Conf, tag: str, focus: DataFrame | None = None) -> int:
-    """One MERGE: scores[name], score (combined) and the scorer's state columns; with
-    ``focus`` (a focused crawl) also hot_distance and scores['hot_link'] of every page."""
-    name = impl.name
-    state = list(impl.state_columns)
-    res = result.select("url", F.col("score").alias("_new"), *[F.col(c).alias(f"_{c}") for c in state],
-                        F.lit(True).alias("_scored"))
-    old = F.coalesce(F.col("scores"), F.create_map().cast("map<string,double>"))
-    new_map = F.map_concat(F.map_filter(old, lambda k, v: k != F.lit(name)),
-                           F.create_map(F.lit(name), F.col("_new").cast("double")))
+def _with_entry(scores, key: str, value):
+    """The map ``scores`` with ``key`` set to ``value``."""
+    return F.map_concat(F.map_filter(scores, lambda k, v: k != F.lit(key)),
+                        F.create_map(F.lit(key), value.cast("double")))
+
+
+def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame,
+                 results: list[tuple[Scorer, DataFrame]], conf: Conf, tag: str,
+                 focus: DataFrame | None = None) -> int:
+    """One MERGE of every (scorer, result): scores[name], the scorer's state columns, and
+    score (combined over the whole map); with ``focus`` (a focused crawl) also hot_distance
+    and scores['hot_link'] of every page. A row takes a scorer's values only where that
+    scorer scored it."""
+    res, scored = None, []
+    new_map = F.coalesce(F.col("scores"), F.create_map().cast("map<string,double>"))
+    state = []
+    for i, (impl, result) in enumerate(results):
+        mine = list(impl.state_columns)
+        part = result.select("url", F.col("score").alias(f"_new{i}"), *[F.col(c).alias(f"_{c}") for c in mine],
+                             F.lit(True).alias(f"_scored{i}"))
+        res = part if res is None else res.join(part, on="url", how="full")
+        new_map = F.when(F.col(f"_scored{i}"), _with_entry(new_map, impl.name, F.col(f"_new{i}"))).otherwise(new_map)
+        state += [(c, i) for c in mine]
+        scored.append(f"_scored{i}")
     if focus is not None:
         res = res.join(focus.select("url", F.col("hot_distance").alias("_hot_distance"),
                                     F.col(HOT_LINK).alias("_hot_link")), on="url", how="full")
-        new_map = F.when(F.col("_scored"), new_map).otherwise(old)
-        new_map = F.when(F.col("_hot_link").isNull(), new_map).otherwise(F.map_concat(
-            F.map_filter(new_map, lambda k, v: k != F.lit(HOT_LINK)),
-            F.create_map(F.lit(HOT_LINK), F.col("_hot_link").cast("double"))))
+        new_map = F.when(F.col("_hot_link").isNull(), new_map).otherwise(
+            _with_entry(new_map, HOT_LINK, F.col("_hot_link")))
     source = crawldb.join(res, on="url", how="inner")
-    if state and "opic_cash" in state:
+    if any(c == "opic_cash" for c, _ in state):
         # OPIC's virtual page may be new (crawl started under another scorer): insert it.
         have_virtual = crawldb.filter(F.col("url") == F.lit(VIRTUAL_URL)).limit(1).count() > 0
         if not have_virtual:
@@ -159,15 +191,16 @@ def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame, result: 
     score = F.when(F.col("url") == F.lit(VIRTUAL_URL), F.lit(0.0)).otherwise(
         combine(F.col("scores"), conf))
     source = source.withColumn("score", score)
-    for c in state:
-        source = source.withColumn(c, F.when(F.col("_scored"), F.col(f"_{c}")).otherwise(F.col(c)))
-    updated = ["scores", "score", *state]
+    for c, i in state:
+        source = source.withColumn(c, F.when(F.col(f"_scored{i}"), F.col(f"_{c}")).otherwise(F.col(c)))
+    updated = ["scores", "score", *(c for c, _ in state)]
     if focus is not None:
         source = source.withColumn("hot_distance", F.when(F.col("_hot_link").isNull(), F.col("hot_distance"))
                                    .otherwise(F.col("_hot_distance")))
         source = source.drop("_hot_distance", "_hot_link")
         updated.append("hot_distance")
-    source = source.drop("_new", "_scored", *[f"_{c}" for c in state]).localCheckpoint(eager=True)
+    source = source.drop(*[f"_new{i}" for i in range(len(results))], *scored,
+                         *[f"_{c}" for c, _ in state]).localCheckpoint(eager=True)
     with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
         (DeltaTable.forPath(spark, db_path).alias("t")
          .merge(source.alias("s"), "t.url = s.url")

@@ -190,7 +190,7 @@ def from_segments(spark, kind: str, workdir: Path, days: int) -> dict:
         last, finished = day, segment.name
     db_path = storage.crawldb_path(str(crawl_dir))
     history = DeltaTable.forPath(spark, db_path).history().select("version", "userMetadata").collect()
-    version = {r["userMetadata"]: r["version"] for r in history if r["userMetadata"]}
+    version = {tag: r["version"] for r in history for tag in storage.tags_of(r["userMetadata"])}
     checked = version[f"score-pagerank:{finished}"]          # the crawldb as the last finished round left it
     stored = {r.url: r.etag for r in storage.read_table(spark, db_path, "crawldb", version=checked)
               .select("url", "etag").collect() if r.etag is not None}

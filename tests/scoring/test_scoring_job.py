@@ -78,6 +78,11 @@ def test_round_scoring_also_computes_the_metrics_the_fetch_list_interleaves(spar
                                 "generate.interleave": ["score", "backlinks"]})
     counters = run_round_scoring(spark, crawl_dir, conf, NOW, segment="s1")
     assert counters["scorer"] == "pagerank" and set(counters["also"]) == {"backlinks"}
+    db_path = storage.crawldb_path(crawl_dir)
+    last = storage.commit_tags(spark, db_path)[-1]     # both metrics in one commit
+    assert storage.tags_of(last) == ["score-pagerank:s1", "score-backlinks:s1"]
+    assert storage.was_applied(spark, db_path, "score-backlinks:s1")
+    assert not storage.was_applied(spark, db_path, "score-backlinks")
     rows = crawldb_rows(spark, crawl_dir)
     expected = ref_pagerank([A, B, C, D], LINKS)
     assert {u: rows[u].scores["backlinks"] for u in (A, B, C, D)} == {A: 1.0, B: 1.0, C: 2.0, D: 0.0}

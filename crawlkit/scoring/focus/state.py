@@ -1,7 +1,7 @@
 """The focus step of a scoring run: hot pages, ``hot_distance`` and the hot-queue flag.
 
 Run by :func:`crawlkit.scoring.job.run_scoring` whenever ``focus.words`` is set, whatever
-the scorer, and written in the scorer's own MERGE (one commit per run). It lives in scoring,
+the scorer, and written in the scoring run's MERGE (one commit per run). It lives in scoring,
 not in updatedb, because it needs the parse output of every segment (hot pages) and the
 whole link table, which the scoring job reads anyway.
 
