@@ -47,9 +47,9 @@ def main() -> int:
         if args.no_delay:
             overrides.update({"fetcher.server_delay": 0.0, "fetcher.threads_per_host": 8})
         overrides.update(parse_assignments(args.conf))
-        # keep every job's record, for the count of Spark jobs per stage below
-        overrides["spark.extra"] = {"spark.ui.retainedJobs": "1000000", **overrides.get("spark.extra", {})}
         conf = load_conf(overrides=overrides)
+        # keep every job's record, for the count of Spark jobs per stage below
+        conf = conf.with_overrides({"spark.extra": {"spark.ui.retainedJobs": "1000000", **conf["spark.extra"]}})
         spark = get_spark(conf)
         started = time.perf_counter()
         reports = run_crawl(spark, conf, str(workdir / "seeds.txt"), args.rounds, utc_now,
