@@ -68,26 +68,33 @@ def node_set(nodes: DataFrame, edges: DataFrame) -> DataFrame:
             .distinct())
 
 
-def _pick_engine(engine: str, edges: DataFrame, driver_max_edges: int) -> str:
+def _pick_engine(engine: str, edges: DataFrame, driver_max_edges: int,
+                 edges_at_most: int | None = None) -> str:
+    """``auto``: the driver engine up to ``driver_max_edges`` edges. ``edges_at_most`` (an
+    upper bound the caller knows for free, e.g. the link table's row count from Delta's
+    statistics) spares counting the edges, a full pass over their preparation."""
     if engine not in ENGINES:
         raise ValueError(f"scoring.engine must be one of {ENGINES}, got {engine!r}")
     if engine != "auto":
         return engine
+    if edges_at_most is not None and edges_at_most <= driver_max_edges:
+        return "driver"
     return "driver" if edges.count() <= driver_max_edges else "distributed"
 
 
 def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float = 0.85,
              tol: float = 1e-9, max_iter: int = 100, engine: str = "auto",
              personalization: DataFrame | None = None, start: DataFrame | None = None,
-             checkpoint_every: int = 10, driver_max_edges: int = 20_000_000) -> PageRankResult:
+             checkpoint_every: int = 10, driver_max_edges: int = 20_000_000,
+             edges_at_most: int | None = None) -> PageRankResult:
     """PageRank over ``nodes`` (url) and ``edges`` (src, dst: distinct, no self-links).
 
     ``personalization`` (url, weight) replaces the uniform teleport vector (normalized here;
     dangling pages spread their rank by it too); ``start`` (url, rank) is the warm start:
     renormalized so the pages it knows keep their share of N_known / N and every other page
-    starts at 1/N.
+    starts at 1/N. ``edges_at_most``: a known upper bound on the edges (see _pick_engine).
     """
-    chosen = _pick_engine(engine, edges, driver_max_edges)
+    chosen = _pick_engine(engine, edges, driver_max_edges, edges_at_most)
     if chosen == "driver":
         return pagerank_driver(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
                                personalization=personalization, start=start)
@@ -711,8 +718,10 @@ class PageRankScorer(BaseScorer):
         if ctx.conf["scoring.warm_start"]:
             start = (pages.select("url", F.col("scores").getItem(self.name).alias("rank"))
                      .filter(F.col("rank").isNotNull()))
+        # prepared links are a subset of the link table, whose row count Delta answers from
+        # its statistics: below the driver bound, the edges need not be counted
         result = pagerank(ctx.spark, pages.select("url"), edges, personalization=teleport(ctx),
-                          start=start, **options_from(ctx.conf))
+                          start=start, edges_at_most=ctx.links.count(), **options_from(ctx.conf))
         self.last_result = result
         return result.ranks.select("url", F.col("rank").alias("score"))
 
