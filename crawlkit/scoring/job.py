@@ -60,21 +60,19 @@ def crawled_texts(spark: SparkSession, crawl_dir: str, upto: str | None) -> Data
 
 
 def run_scoring(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
-                segment: str | None = None, scorer: str | Scorer | None = None,
-                focus_step: bool = True) -> dict:
+                segment: str | None = None, scorer: str | Scorer | None = None) -> dict:
     """Score the crawl with ``scorer`` (default ``scoring.scorer``) and MERGE the result.
 
-    In a focused crawl the focus step (hot pages, hot_distance) joins the MERGE unless
-    ``focus_step`` is false.
+    In a focused crawl the focus step (hot pages, hot_distance) joins the MERGE.
     Returns counters: scorer, tag, pages (rows updated), skipped, seconds, and for PageRank
     the engine and iterations.
     """
     impl = get_scorer(scorer or conf["scoring.scorer"]) if not hasattr(scorer, "score") else scorer
-    return score_together(spark, crawl_dir, conf, now, segment, [impl], focus_step)
+    return score_together(spark, crawl_dir, conf, now, segment, [impl])
 
 
 def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
-                   segment: str | None, scorers: list[Scorer], focus_step: bool = True) -> dict:
+                   segment: str | None, scorers: list[Scorer]) -> dict:
     """Run ``scorers`` over one read of the crawl and write all their results in one MERGE.
 
     The commit carries every scorer's tag, space-separated (``score-pagerank:<seg>
@@ -107,12 +105,12 @@ def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetim
         texts = crawled_texts(spark, crawl_dir, segment) if needs_texts else None
         ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
                              texts=texts, segment=segment)
-        if query.enabled and focus_step:  # focused crawl: hot pages and hot_distance, in the same commit
+        if query.enabled:  # focused crawl: hot pages and hot_distance, in the same commit
             ctx = replace(ctx, focus=focus_state(ctx, query))
         results = [(impl, impl.score(ctx)) for impl in due]
         pages = merge_scores(spark, db_path, crawldb, results, conf,
                              " ".join(tags[impl.name] for impl in due), ctx.focus)
-        for impl in due:
+        for impl in due:   # pages and seconds are the joint commit's
             per_scorer[impl.name]["pages"] = pages
             last = getattr(impl, "last_result", None)
             if last is not None:
