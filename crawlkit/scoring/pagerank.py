@@ -719,9 +719,10 @@ class PageRankScorer(BaseScorer):
             start = (pages.select("url", F.col("scores").getItem(self.name).alias("rank"))
                      .filter(F.col("rank").isNotNull()))
         # prepared links are a subset of the link table, whose row count Delta answers from
-        # its statistics: below the driver bound, the edges need not be counted
+        # its statistics: below the driver bound, engine=auto need not count the edges
+        bound = ctx.links.count() if ctx.conf["scoring.engine"] == "auto" else None
         result = pagerank(ctx.spark, pages.select("url"), edges, personalization=teleport(ctx),
-                          start=start, edges_at_most=ctx.links.count(), **options_from(ctx.conf))
+                          start=start, edges_at_most=bound, **options_from(ctx.conf))
         self.last_result = result
         return result.ranks.select("url", F.col("rank").alias("score"))
 
