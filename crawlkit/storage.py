@@ -23,7 +23,6 @@ from typing import Iterator
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from crawlkit import schemas
 
@@ -129,11 +128,7 @@ def tags_of(user_metadata: str | None) -> list[str]:
 def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
     """Whether a commit tagged ``tag`` (alone or among others) is in the table's history
     (the stage already ran)."""
-    if not is_delta(spark, path):
-        return False
-    history = DeltaTable.forPath(spark, path).history().select("userMetadata")
-    tags = F.split(F.coalesce(history.userMetadata, F.lit("")), " ")
-    return history.filter(F.array_contains(tags, tag)).limit(1).count() > 0
+    return any(tag in tags_of(commit) for commit in commit_tags(spark, path))
 
 
 def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
