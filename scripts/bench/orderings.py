@@ -2,8 +2,9 @@
 
 Crawls a replay-web graph from a seed once per ordering (crawlkit's default, and each
 baseline scorer alone: ``scoring.scorer`` with ``generate.policy = "score"``),
-in rounds of ``--round`` of the web (default 1%) up to ``--upto`` of it (crawl-and-stop,
-``crawl.max_pages``), then evaluates every crawl against the full graph and writes one
+in rounds of ``--round`` of the web (default 1%) until ``--upto`` of its pages are crawled
+(crawl-and-stop, ``crawl.max_pages``; a fetch that is not a page of the web, such as a 404,
+does not count, so the crawl runs on until the table's last column is reached), then evaluates every crawl against the full graph and writes one
 comparison table and plot::
 
     .venv/bin/python scripts/bench/orderings.py /work/shared/data/hollins \\
@@ -31,7 +32,8 @@ from pathlib import Path
 
 from crawlkit.cli import utc_now
 from crawlkit.conf import load_conf, parse_assignments
-from crawlkit.crawl import run_crawl
+from crawlkit.crawl import pages_fetched_now, run_crawl
+from crawlkit.evaluate.crawl import CRAWLED, read_segments
 from crawlkit.evaluate.evaluation import evaluate_crawl
 from crawlkit.evaluate.report import compare
 from crawlkit.replay import ReplayServer
@@ -70,6 +72,13 @@ def fetched_pages(crawl_dir: Path) -> int:
                for stats in crawl_dir.glob("segments/*/_stats/fetch.json"))
 
 
+def crawled_pages(crawl_dir: Path) -> int:
+    """Pages of the web crawled so far, as ``crawlkit evaluate`` counts them: URLs with a
+    successful fetch, once each (a 404 or a redirect is a fetch, not a page crawled)."""
+    content, _, _ = read_segments(str(crawl_dir))
+    return int(content.loc[content["fetch_status"].isin(CRAWLED), "url"].nunique())
+
+
 def interrupted(ordering: str) -> dict:
     """The run record of a crawl whose process died before writing one (killed, session
     over): the crawl continues where its segments stop instead of starting over; the dead
@@ -92,22 +101,29 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "seeds.txt").write_text("\n".join(seeds) + "\n")
     per_round = max(1, round(args.round * pages))
-    fetched = fetched_pages(crawl_dir)
-    limit = round(args.upto * pages) - fetched
-    if previous is not None and limit <= 0:   # already there (crawl.max_pages = 0 means no limit)
-        return {**previous, "upto": args.upto, "fetched": fetched}
+    target = round(args.upto * pages)
+    if previous is not None and (previous.get("frontier_exhausted") or crawled_pages(crawl_dir) >= target):
+        return {**previous, "upto": args.upto, "fetched": fetched_pages(crawl_dir)}
+    seed_file = None if previous else str(workdir / "seeds.txt")
+    reports, exhausted = [], False
     with ReplayServer([source], workdir=workdir / "replay") as web:
-        conf = load_conf(overrides={
-            "crawl.dir": str(crawl_dir), "crawl.topN": per_round, "crawl.max_pages": limit,
-            "fetcher.proxy": web.proxy_url, "fetcher.server_delay": 0.0,
-            "fetcher.threads_per_host": 8, "generate.max_per_host": 0,
-            **ORDERINGS.get(ordering, {"scoring.scorer": ordering, "generate.policy": "score"}),
-            **parse_assignments(args.conf)})
-        spark = get_spark(conf)
+        def conf_for(limit: int):
+            return load_conf(overrides={
+                "crawl.dir": str(crawl_dir), "crawl.topN": per_round, "crawl.max_pages": limit,
+                "fetcher.proxy": web.proxy_url, "fetcher.server_delay": 0.0,
+                "fetcher.threads_per_host": 8, "generate.max_per_host": 0,
+                **ORDERINGS.get(ordering, {"scoring.scorer": ordering, "generate.policy": "score"}),
+                **parse_assignments(args.conf)})
+        spark = get_spark(conf_for(0))
         started = time.perf_counter()
-        reports = run_crawl(spark, conf, None if previous else str(workdir / "seeds.txt"),
-                            math.ceil(limit / per_round) + 20, utc_now,
-                            log=lambda m: print(f"[{ordering}] {m}", file=sys.stderr))
+        # crawl.max_pages counts fetches; top up until the pages of the web reach the target
+        while (short := target - crawled_pages(crawl_dir)) > 0:
+            more = run_crawl(spark, conf_for(short), seed_file, math.ceil(short / per_round) + 20, utc_now,
+                             log=lambda m: print(f"[{ordering}] {m}", file=sys.stderr))
+            seed_file, reports = None, reports + more
+            if not sum(pages_fetched_now(r) for r in more):
+                exhausted = True   # nothing left to fetch: the crawl ends below the target
+                break
         seconds = time.perf_counter() - started
     stages = dict(previous["stage_seconds"]) if previous else {}
     for report in reports:
@@ -118,6 +134,7 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
             "seconds": round(seconds + (previous["seconds"] if previous else 0.0), 1),
             "fetched": fetched_pages(crawl_dir),
             "stage_seconds": stages,
+            **({"frontier_exhausted": True} if exhausted else {}),
             **({"timings_incomplete": True} if previous and previous.get("timings_incomplete") else {})}
 
 
@@ -148,7 +165,9 @@ def main() -> int:
         previous = json.loads(done.read_text()) if done.exists() else None
         if previous is None and not args.fresh and fetched_pages(workdir / "crawl") > 0:
             previous = interrupted(ordering)
-        if previous is None or previous.get("upto", args.upto) < args.upto:
+        if previous is None or previous.get("upto", args.upto) < args.upto or (
+                not previous.get("frontier_exhausted")
+                and crawled_pages(workdir / "crawl") < round(args.upto * pages)):
             run = crawl_one(args.source, args.seed, ordering, pages, args, workdir, previous)
             result = evaluate_crawl(str(workdir / "crawl"), str(links), LABELS.get(ordering, ordering),
                                     hot=HOT, access_log=str(workdir / "replay" / "access.jsonl"))
