@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from crawlkit import schemas
 
@@ -141,9 +141,18 @@ def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
     return [r["userMetadata"] for r in sorted(rows, key=lambda r: r["version"])]
 
 
-def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, table: str) -> None:
-    """Write one segment part atomically enough for a rerun: overwrite, declared schema."""
+def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, table: str,
+                       *counters: Column) -> dict:
+    """Write one segment part atomically enough for a rerun: overwrite, declared schema.
+
+    ``counters`` (named aggregates: ``F.count(F.lit(1)).alias("pages")``) are computed over
+    the rows as they are written (Spark's ``Observation``) and returned, instead of a second
+    job that reads the part back."""
+    observation = Observation(f"{part}:{segment}") if counters else None
+    if observation is not None:
+        df = df.observe(observation, *counters)
     schemas.conform(df, table).write.mode("overwrite").parquet(segment_path(crawl_dir, segment, part))
+    return observation.get if observation is not None else {}
 
 
 def read_segment_part(spark: SparkSession, crawl_dir: str, segment: str, part: str, table: str) -> DataFrame:

@@ -26,6 +26,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.progress import ProgressSink, fetch_progress
+from crawlkit.status import FetchStatus
 from crawlkit.stages.generate import partition_by_host
 
 PARTS = "content_parts"
@@ -104,6 +105,22 @@ def assemble(parts: DataFrame) -> DataFrame:
     return parts.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
 
 
+def _tally() -> list:
+    """The fetch counters, taken as ``content`` is written: rows, bytes, rows per status."""
+    status = F.col("fetch_status")
+    return [F.count(F.lit(1)).alias("pages"), F.sum(F.length("content")).alias("bytes"),
+            *(F.sum((status == s.value).cast("long")).alias(s.value) for s in FetchStatus)]
+
+
+def by_status(tally: dict) -> dict[str, int]:
+    """Rows per fetch status from the tally (statuses with rows only); rows whose status
+    is none of FetchStatus are counted as ``other``, so the statuses add up to the rows."""
+    counts = {s.value: tally[s.value] for s in FetchStatus if tally[s.value]}
+    if tally["pages"] > sum(counts.values()):
+        counts["other"] = tally["pages"] - sum(counts.values())
+    return counts
+
+
 def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
     """Fetch segments/<segment>/fetchlist into segments/<segment>/content (resumable: a rerun
     fetches only the URLs without a spilled result; ``resumed`` says parts were found)."""
@@ -120,13 +137,9 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
     resumed = _parts(spark, parts_uri) is not None
     fetched_now = fetch_remaining(spark, fetchlist, conf, now, parts_uri)
-    storage.write_segment_part(assemble(_parts(spark, parts_uri)), crawl_dir, segment, "content", "content")
-    content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
-    tally = content.groupBy("fetch_status").agg(F.count("*").alias("n"),
-                                                F.sum(F.length("content")).alias("bytes")).collect()
-    by_status = {r["fetch_status"]: r["n"] for r in tally}
-    counters = {"segment": segment, "pages": sum(by_status.values()),
-                "bytes": sum(r["bytes"] or 0 for r in tally),
-                "by_status": by_status, "fetched_now": fetched_now, "resumed": resumed}
+    tally = storage.write_segment_part(assemble(_parts(spark, parts_uri)), crawl_dir, segment,
+                                       "content", "content", *_tally())
+    counters = {"segment": segment, "pages": tally["pages"], "bytes": tally["bytes"] or 0,
+                "by_status": by_status(tally), "fetched_now": fetched_now, "resumed": resumed}
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)
     return counters

@@ -65,11 +65,11 @@ def parse(content: DataFrame, conf: Conf) -> DataFrame:
 def run_parse(spark: SparkSession, conf: Conf, segment: str) -> dict:
     crawl_dir = conf["crawl.dir"]
     content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
-    storage.write_segment_part(parse(content, conf), crawl_dir, segment, "parse", "parse")
-    parsed = storage.read_segment_part(spark, crawl_dir, segment, "parse", "parse")
-    totals = parsed.agg(F.count("*").alias("pages"),
-                        F.sum(F.when(F.col("parse_status") == "failed", 1).otherwise(0)).alias("failed"),
-                        F.sum(F.size("outlinks")).alias("outlinks")).first()
+    totals = storage.write_segment_part(
+        parse(content, conf), crawl_dir, segment, "parse", "parse",
+        F.count(F.lit(1)).alias("pages"),
+        F.sum(F.when(F.col("parse_status") == "failed", 1).otherwise(0)).alias("failed"),
+        F.sum(F.size("outlinks")).alias("outlinks"))
     counters = {"segment": segment, "pages": totals["pages"], "failed": totals["failed"] or 0,
                 "outlinks": totals["outlinks"] or 0}
     storage.write_stats(spark, crawl_dir, segment, "parse", counters)

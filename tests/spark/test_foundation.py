@@ -63,3 +63,23 @@ def test_graphframes_pagerank_on_five_nodes(spark):
     expected = {"a": a, "b": b, "c": c, "d": d_rank, "e": d_rank}
     for node, value in expected.items():
         assert ranks[node] == pytest.approx(value, rel=1e-6)
+
+
+def test_a_segment_part_counts_its_rows_as_it_is_written(spark, tmp_path):
+    from crawlkit.stages.fetch import _tally, by_status
+
+    rows = [(f"http://a.test/{i}", "a.test", status, NOW, False, "s1", body)
+            for i, (status, body) in enumerate([("success", b"abc"), ("success", b"de"),
+                                                ("not_found", b"x"), ("retry", None),
+                                                ("from_a_later_version", None)])]
+    content = spark.createDataFrame(
+        rows, "url string, host string, fetch_status string, fetched_at timestamp, "
+              "truncated boolean, segment string, content binary")
+    tally = storage.write_segment_part(content, str(tmp_path), "s1", "content", "content", *_tally())
+    assert tally["pages"] == 5 and tally["bytes"] == 6
+    assert by_status(tally) == {"success": 2, "not_found": 1, "retry": 1, "other": 1}
+    written = storage.read_segment_part(spark, str(tmp_path), "s1", "content", "content")
+    assert written.count() == 5
+    assert storage.write_segment_part(content.limit(0), str(tmp_path), "s2", "content", "content",
+                                      *_tally())["pages"] == 0
+    assert storage.write_segment_part(content, str(tmp_path), "s3", "content", "content") == {}
