@@ -37,3 +37,17 @@ def test_a_named_engine_is_taken_as_is_and_a_bad_one_refused():
     assert edges.counted == 0
     with pytest.raises(ValueError, match="scoring.engine"):
         _pick_engine("fast", edges, driver_max_edges=100)
+
+
+def test_taking_increasing_positions_chunk_by_chunk_equals_a_plain_take():
+    import numpy as np
+    import pyarrow as pa
+
+    from crawlkit.scoring.pagerank import _take_sorted
+
+    urls = pa.chunked_array([pa.array(["a", "b", "c"]), pa.array([], pa.string()),
+                             pa.array(["d"]), pa.array(["e", "f"])])
+    for positions in ([0, 2, 3, 5], [3], [4, 5], [0, 1, 2, 3, 4, 5], []):
+        positions = np.array(positions, dtype=np.int64)
+        assert _take_sorted(urls, positions).to_pylist() == urls.take(pa.array(positions)).to_pylist()
+    assert _take_sorted(pa.chunked_array([], pa.string()), np.zeros(0, dtype=np.int64)).to_pylist() == []
