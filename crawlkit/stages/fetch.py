@@ -26,8 +26,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.progress import ProgressSink, fetch_progress
-from crawlkit.status import FetchStatus
 from crawlkit.stages.generate import partition_by_host
+from crawlkit.status import FetchStatus
 
 PARTS = "content_parts"
 

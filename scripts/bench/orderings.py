@@ -4,8 +4,8 @@ Crawls a replay-web graph from a seed once per ordering (crawlkit's default, and
 baseline scorer alone: ``scoring.scorer`` with ``generate.policy = "score"``),
 in rounds of ``--round`` of the web (default 1%) until ``--upto`` of its pages are crawled
 (crawl-and-stop, ``crawl.max_pages``; a fetch that is not a page of the web, such as a 404,
-does not count, so the crawl runs on until the table's last column is reached), then evaluates every crawl against the full graph and writes one
-comparison table and plot::
+does not count, so the crawl runs on until the table's last column is reached), then
+evaluates every crawl against the full graph and writes one comparison table and plot::
 
     .venv/bin/python scripts/bench/orderings.py /work/shared/data/hollins \\
         --seed http://www1.hollins.edu/ --upto 0.5 --out docs/orderings/hollins

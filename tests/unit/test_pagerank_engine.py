@@ -1,7 +1,10 @@
-"""scoring.engine = auto: which PageRank engine runs, and what it costs to decide."""
+"""The PageRank engines' driver-side helpers: which engine ``scoring.engine = auto`` runs
+(and what it costs to decide), and the driver engine's take of each page's URL."""
+import numpy as np
+import pyarrow as pa
 import pytest
 
-from crawlkit.scoring.pagerank import _pick_engine
+from crawlkit.scoring.pagerank import _pick_engine, _take_sorted
 
 
 class Edges:
@@ -40,11 +43,6 @@ def test_a_named_engine_is_taken_as_is_and_a_bad_one_refused():
 
 
 def test_taking_increasing_positions_chunk_by_chunk_equals_a_plain_take():
-    import numpy as np
-    import pyarrow as pa
-
-    from crawlkit.scoring.pagerank import _take_sorted
-
     urls = pa.chunked_array([pa.array(["a", "b", "c"]), pa.array([], pa.string()),
                              pa.array(["d"]), pa.array(["e", "f"])])
     for positions in ([0, 2, 3, 5], [3], [4, 5], [0, 1, 2, 3, 4, 5], []):
