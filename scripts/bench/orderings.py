@@ -88,21 +88,24 @@ def interrupted(ordering: str) -> dict:
 
 
 def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, workdir: Path,
-              previous: dict | None = None) -> dict:
+              previous: dict | None = None, crawled: int = 0) -> dict:
     """One crawl under one ordering up to ``args.upto`` of the web; returns its timings.
 
     With ``previous`` (the run record of the same crawl stopped at a smaller share) the crawl
-    continues in its directory: no inject, the remaining pages only, timings added up.
+    continues in its directory: no inject, the remaining pages only, timings added up;
+    ``crawled`` is how many pages of the web it holds already (the segments are read once
+    per pass, not again here).
     """
     crawl_dir = workdir / "crawl"
     if previous is None:
+        crawled = 0
         for stale in (crawl_dir, workdir / "replay"):   # the access log appends
             shutil.rmtree(stale, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "seeds.txt").write_text("\n".join(seeds) + "\n")
     per_round = max(1, round(args.round * pages))
     target = round(args.upto * pages)
-    if previous is not None and (previous.get("frontier_exhausted") or crawled_pages(crawl_dir) >= target):
+    if previous is not None and (previous.get("frontier_exhausted") or crawled >= target):
         return {**previous, "upto": args.upto, "fetched": fetched_pages(crawl_dir)}
     seed_file = None if previous else str(workdir / "seeds.txt")
     reports, exhausted = [], False
@@ -117,13 +120,14 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
         spark = get_spark(conf_for(0))
         started = time.perf_counter()
         # crawl.max_pages counts fetches; top up until the pages of the web reach the target
-        while (short := target - crawled_pages(crawl_dir)) > 0:
+        while (short := target - crawled) > 0:
             more = run_crawl(spark, conf_for(short), seed_file, math.ceil(short / per_round) + 20, utc_now,
                              log=lambda m: print(f"[{ordering}] {m}", file=sys.stderr))
             seed_file, reports = None, reports + more
             if not sum(pages_fetched_now(r) for r in more):
                 exhausted = True   # nothing left to fetch: the crawl ends below the target
                 break
+            crawled = crawled_pages(crawl_dir)
         seconds = time.perf_counter() - started
     stages = dict(previous["stage_seconds"]) if previous else {}
     for report in reports:
@@ -165,10 +169,10 @@ def main() -> int:
         previous = json.loads(done.read_text()) if done.exists() else None
         if previous is None and not args.fresh and fetched_pages(workdir / "crawl") > 0:
             previous = interrupted(ordering)
+        crawled = crawled_pages(workdir / "crawl") if previous is not None else 0
         if previous is None or previous.get("upto", args.upto) < args.upto or (
-                not previous.get("frontier_exhausted")
-                and crawled_pages(workdir / "crawl") < round(args.upto * pages)):
-            run = crawl_one(args.source, args.seed, ordering, pages, args, workdir, previous)
+                not previous.get("frontier_exhausted") and crawled < round(args.upto * pages)):
+            run = crawl_one(args.source, args.seed, ordering, pages, args, workdir, previous, crawled)
             result = evaluate_crawl(str(workdir / "crawl"), str(links), LABELS.get(ordering, ordering),
                                     hot=HOT, access_log=str(workdir / "replay" / "access.jsonl"))
             run["csv"] = result.write(workdir / "evaluation")["csv"]
