@@ -107,7 +107,7 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
         ordered = interleaved(candidates, metrics, top_n, tie_break(conf), capped)
     else:
         if policy == "hot_queue":
-            candidates = with_queue(candidates, conf)
+            candidates = with_queue(candidates, conf, crawldb)
         ordered = capped(candidates, order_key(conf)).orderBy(*order_key(conf))
         if top_n > 0:
             ordered = ordered.limit(top_n)

@@ -34,18 +34,20 @@ TOPIC_WORDS = ["course", "syllabus", "homework", "lecture", "assignment", "exam"
 SCOPE = [".cs.cornell.edu", ".cs.utexas.edu"]   # the two department webs (90% of the pages)
 AT = (100, 250, 500)
 FOCUS = {"focus.words": TOPIC_WORDS}
+PAPER = {**FOCUS, "focus.dead_link_confidence": 0.0}   # the paper's crawlers: no dead-link evidence
 CRAWLERS = {  # name -> conf overrides, in the order they run
     "breadth-first": {"scoring.scorer": "depth", "generate.policy": "score"},
-    "focus (default)": {**FOCUS, "scoring.scorer": "focus"},
+    "hot-queue modified, dead links (default)": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
+    "focus": {**FOCUS, "scoring.scorer": "focus"},
     "focus, prior calibrated": {**FOCUS, "scoring.scorer": "focus", "focus.calibrate_prior": True},
-    "hot-queue modified": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
-    "hot-queue": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue",
+    "hot-queue modified": {**PAPER, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
+    "hot-queue": {**PAPER, "scoring.scorer": "depth", "generate.policy": "hot_queue",
                   "focus.hot_queue_distance": 0},
     "rwb": {**FOCUS, "scoring.scorer": "rwb"},
     "amh": {**FOCUS, "scoring.scorer": "amh"},
     "rw": {**FOCUS, "scoring.scorer": "rw"},
     "pagerank": {"scoring.scorer": "pagerank", "generate.policy": "score"},
-    "hot-queue modified, focus order": {**FOCUS, "scoring.scorer": "focus", "generate.policy": "hot_queue"},
+    "hot-queue modified, focus order": {**PAPER, "scoring.scorer": "focus", "generate.policy": "hot_queue"},
     "focus + breadth-first": {**FOCUS, "scoring.scorer": "focus", "focus.interleave": ["score", "depth"]},
     "rwb + breadth-first": {**FOCUS, "scoring.scorer": "rwb", "focus.interleave": ["score", "depth"]},
 }
@@ -143,7 +145,7 @@ def plot(results: dict, out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, r in results.items():
         k = np.arange(1, len(r["recall"]) + 1)
-        style = "-" if "focus" in name else "--"
+        style = "-" if "default" in name else "--"
         axes[0].plot(k, r["harvest"], style, label=name)
         axes[1].plot(k, r["recall"], style, label=name)
     for ax, what in zip(axes, ("harvest rate (course pages / fetched)", "recall of course pages")):

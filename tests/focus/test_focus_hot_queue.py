@@ -1,6 +1,14 @@
-"""The hot_queue generate policy: the hot queue first, each queue by score; caps and top-N."""
+"""The hot_queue generate policy: the hot queue first, each queue by score; caps and top-N;
+hot-queue URLs in directories the crawl found mostly dead moved to the other queue."""
+from datetime import timedelta
+
+import numpy as np
+import pytest
 from conftest import NOW
+from pyspark.sql import functions as F
+
 from crawlkit.stages.generate import generate
+from crawlkit.stages.hot_queue import dead_probability, directory
 
 ROWS = [  # url, score, hot_link, hot_distance
     ("http://a.test/1", 0.9, 0.0, None),
@@ -46,3 +54,49 @@ def test_score_policy_ignores_the_queues(spark, crawldb, make_test_conf):
 def test_score_policy_caps_by_score_alone(spark, crawldb, make_test_conf):
     got = fetch_list(crawldb, make_test_conf, generate__policy="score", generate__max_per_host=1)
     assert got == ["http://a.test/1", "http://b.test/4", "http://c.test/6"]
+
+
+def judged_rows(directory: str, dead: int, live: int) -> list[dict]:
+    """Fetched URLs of one directory: ``dead`` gone and ``live`` fetched (not due again)."""
+    later = NOW + timedelta(days=30)
+    return ([{"url": f"{directory}gone{i}.html", "status": "gone", "fetch_time": later} for i in range(dead)]
+            + [{"url": f"{directory}page{i}.html", "status": "fetched", "fetch_time": later} for i in range(live)])
+
+
+def test_dead_link_probability_is_the_beta_posterior():
+    # P(share > 1/2 | d dead, l live) = P(Binomial(d + l + 1, 1/2) <= d), summed by hand
+    got = dead_probability(np.array([3, 2, 5, 4, 0]), np.array([0, 0, 1, 1, 0]))
+    assert got == pytest.approx([15 / 16, 7 / 8, 1 - 8 / 128, 1 - 7 / 64, 1 / 2])
+
+
+def test_directory_is_the_path_up_to_its_last_slash(spark):
+    urls = ["http://a.test/x/y.html?q=1/2#f/g", "http://a.test/", "http://a.test/x/", "http://a.test/x"]
+    got = [r.d for r in spark.createDataFrame([(u,) for u in urls], "url string")
+           .select(directory(F.col("url")).alias("d")).collect()]
+    assert got == ["http://a.test/x/", "http://a.test/", "http://a.test/x/", "http://a.test/"]
+
+
+def dead_link_fetch_list(crawldb, make_test_conf, **conf):
+    rows = (judged_rows("http://d.test/x/", 3, 0) + judged_rows("http://e.test/y/", 2, 0)
+            + judged_rows("http://f.test/z/", 5, 1) + judged_rows("http://g.test/w/", 4, 1))
+    due = [("http://d.test/x/new.html?page=2/3", 0.9), ("http://e.test/y/new.html", 0.8),
+           ("http://f.test/z/new.html", 0.7), ("http://g.test/w/new.html", 0.6),
+           ("http://d.test/other/new.html", 0.5)]
+    rows += [{"url": u, "score": s, "scores": {"hot_link": 1.0}} for u, s in due]
+    rows.append({"url": "http://h.test/cold.html", "score": 0.95})
+    return [r.url for r in generate(crawldb(rows), make_test_conf(**conf), NOW, "s1").collect()]
+
+
+def test_hot_urls_in_mostly_dead_directories_join_the_other_queue(crawldb, make_test_conf):
+    got = dead_link_fetch_list(crawldb, make_test_conf, generate__policy="hot_queue")
+    # d/x (3 dead, 0 live: 0.94) and f/z (5 dead, 1 live: 0.94) leave the hot queue; e/y (2 dead:
+    # 0.88) and g/w (4 dead, 1 live: 0.89) stay; d/other has no evidence and stays
+    assert got == ["http://e.test/y/new.html", "http://g.test/w/new.html", "http://d.test/other/new.html",
+                   "http://h.test/cold.html", "http://d.test/x/new.html?page=2/3", "http://f.test/z/new.html"]
+
+
+def test_the_papers_crawler_ignores_dead_links(crawldb, make_test_conf):
+    got = dead_link_fetch_list(crawldb, make_test_conf, generate__policy="hot_queue",
+                               focus__dead_link_confidence=0.0)
+    assert got == ["http://d.test/x/new.html?page=2/3", "http://e.test/y/new.html", "http://f.test/z/new.html",
+                   "http://g.test/w/new.html", "http://d.test/other/new.html", "http://h.test/cold.html"]
