@@ -142,19 +142,21 @@ def plot(results: dict, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, r in results.items():
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.5))
+    colors = plt.cm.tab20(np.linspace(0, 1, 20))   # one colour per crawler (the default cycle has 10)
+    for i, (name, r) in enumerate(results.items()):
         k = np.arange(1, len(r["recall"]) + 1)
-        style = "-" if "default" in name else "--"
-        axes[0].plot(k, r["harvest"], style, label=name)
-        axes[1].plot(k, r["recall"], style, label=name)
+        default = "default" in name
+        style = dict(ls="-" if default else "--", lw=2.2 if default else 1.2, color=colors[(2 * i) % 20 + (i >= 10)])
+        axes[0].plot(k, r["harvest"], label=name, **style)
+        axes[1].plot(k, r["recall"], label=name, **style)
     for ax, what in zip(axes, ("harvest rate (course pages / fetched)", "recall of course pages")):
         ax.set_xlabel("pages fetched")
         ax.set_ylabel(what)
         ax.set_xlim(0, 520)
         for k in AT:
             ax.axvline(k, color="grey", lw=0.5)
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle("WebKB Cornell + Texas, topic course")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
