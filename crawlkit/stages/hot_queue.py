@@ -11,7 +11,7 @@ In the batch model a round is one dequeue2 of topN URLs instead of one.
 **Dead-link evidence** (``focus.dead_link_confidence``). The paper's crawler never leaves its
 hot queue: when the topical links it holds lead to pages that no longer exist, it fetches
 404s round after round while live pages wait in the other queue (on WebKB 2,009 of the 2,236
-URLs the hot-queue test picked were dead, and the modified crawler reached 385 pages of the
+URLs the hot-queue test picked were dead, and the modified crawler reached 365 pages of the
 web in 2,200 fetches). So the crawl's own outcomes are used: the URLs already fetched from a
 URL's directory (its URL up to the last ``/`` of the path) are d dead (``gone``: 404, 410,
 robots-denied, failing past the retries) and l live (fetched, unchanged, redirected,
