@@ -34,9 +34,9 @@ from crawlkit.conf import Conf
 from crawlkit.status import Status
 
 QUEUE = "_queue"
-LIVE = (Status.FETCHED, Status.NOT_MODIFIED, Status.REDIRECT_TEMP, Status.REDIRECT_PERM,
-        Status.DUPLICATE, Status.EVICTED)   # the URL answered with something
-DEAD = (Status.GONE,)
+LIVE = tuple(s.value for s in (Status.FETCHED, Status.NOT_MODIFIED, Status.REDIRECT_TEMP,
+                               Status.REDIRECT_PERM, Status.DUPLICATE, Status.EVICTED))  # it answered
+DEAD = (Status.GONE.value,)
 
 
 def in_hot_queue(conf: Conf) -> Column:
@@ -61,9 +61,8 @@ def dead_directories(crawldb: DataFrame, confidence: float) -> DataFrame:
     """_dir: the directories whose fetched URLs make a new URL there dead with posterior
     probability above ``confidence``. Only directories with more dead than live URLs can
     qualify (for a confidence of at least 1/2), so the Arrow step sees few rows."""
-    judged = (crawldb.filter(F.col("status").isin(*[s.value for s in LIVE + DEAD]))
-              .select(directory(F.col("url")).alias("_dir"),
-                      F.col("status").isin(*[s.value for s in DEAD]).cast("long").alias("_d"))
+    judged = (crawldb.filter(F.col("status").isin(*LIVE, *DEAD))
+              .select(directory(F.col("url")).alias("_dir"), F.col("status").isin(*DEAD).cast("long").alias("_d"))
               .groupBy("_dir").agg(F.sum("_d").alias("dead"), F.count("*").alias("judged"))
               .select("_dir", "dead", (F.col("judged") - F.col("dead")).alias("live"))
               .filter(F.col("dead") > F.col("live")))
@@ -87,5 +86,4 @@ def with_queue(candidates: DataFrame, conf: Conf, crawldb: DataFrame | None = No
         candidates = (candidates.withColumn("_dir", directory(F.col("url")))
                       .join(dead, on="_dir", how="left").drop("_dir"))
         hot = hot & ~F.coalesce(F.col("_dead"), F.lit(False))
-        return candidates.withColumn(QUEUE, F.when(hot, 0).otherwise(1)).drop("_dead")
-    return candidates.withColumn(QUEUE, F.when(hot, 0).otherwise(1))
+    return candidates.withColumn(QUEUE, F.when(hot, 0).otherwise(1)).drop("_dead")   # no-op without it

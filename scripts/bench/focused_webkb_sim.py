@@ -82,12 +82,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from scipy.special import betainc
 
 from crawlkit.conf import load_conf
 from crawlkit.parse import parse_document
 from crawlkit.replay.urls import url_key
 from crawlkit.replay.warc import WarcArchive
+from crawlkit.stages.hot_queue import dead_probability
 from crawlkit.urls import UrlFilter, UrlNormalizer
 
 DATA = Path("/work/shared/data/webkb-cornell-texas")
@@ -457,7 +457,7 @@ def dead_directories(confidence):
             dirs = list(counts)
             dead = np.array([counts[d][1] for d in dirs], dtype=float)
             live = np.array([counts[d][0] - counts[d][1] for d in dirs], dtype=float)
-            return {d for d, p in zip(dirs, 1.0 - betainc(dead + 1, live + 1, 0.5)) if p > confidence}
+            return {d for d, p in zip(dirs, dead_probability(dead, live)) if p > confidence}
         dead_dirs = st.memo(("dead directories", confidence), compute)
         return {u: (0 if st.in_hot_queue(u) and directory(u) not in dead_dirs else 1, st.depth[u])
                 for u in cands}
@@ -486,7 +486,7 @@ def evidence_demote(st, cands):
     return {u: (0 if st.in_hot_queue(u) and not demoted(u) else 1, st.depth[u]) for u in cands}
 
 
-def dead_probability(st, url):
+def smoothed_dead_rate(st, url):
     """The 404 share among fetched URLs of the URL's directory, smoothed (LEARN_PRIOR
     pseudo-fetches at each level) towards that of the URLs linked from its sources, smoothed
     towards the crawl's global 404 share."""
@@ -507,9 +507,9 @@ def dead_probability(st, url):
 
 
 def smoothed_404_demote(st, cands):
-    """A hot-queue URL with dead_probability > 1/2 joins the other queue. Unexplored URLs
+    """A hot-queue URL with smoothed_dead_rate > 1/2 joins the other queue. Unexplored URLs
     inherit the crawl's high global 404 share, so this demotes without evidence."""
-    return {u: (0 if st.in_hot_queue(u) and dead_probability(st, u) <= 0.5 else 1, st.depth[u])
+    return {u: (0 if st.in_hot_queue(u) and smoothed_dead_rate(st, u) <= 0.5 else 1, st.depth[u])
             for u in cands}
 
 

@@ -56,11 +56,11 @@ def test_score_policy_caps_by_score_alone(spark, crawldb, make_test_conf):
     assert got == ["http://a.test/1", "http://b.test/4", "http://c.test/6"]
 
 
-def judged_rows(directory: str, dead: int, live: int) -> list[dict]:
+def judged_rows(folder: str, dead: int, live: int) -> list[dict]:
     """Fetched URLs of one directory: ``dead`` gone and ``live`` fetched (not due again)."""
     later = NOW + timedelta(days=30)
-    return ([{"url": f"{directory}gone{i}.html", "status": "gone", "fetch_time": later} for i in range(dead)]
-            + [{"url": f"{directory}page{i}.html", "status": "fetched", "fetch_time": later} for i in range(live)])
+    return ([{"url": f"{folder}gone{i}.html", "status": "gone", "fetch_time": later} for i in range(dead)]
+            + [{"url": f"{folder}page{i}.html", "status": "fetched", "fetch_time": later} for i in range(live)])
 
 
 def test_dead_link_probability_is_the_beta_posterior():
