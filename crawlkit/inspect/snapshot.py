@@ -21,7 +21,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import linkdb, schemas, storage
 from crawlkit.stages.generate import VIRTUAL_PREFIX
 
 GENERATE_TAG = "generate:"  # generate's commit tag, generate:<segment> (see storage)
@@ -65,8 +65,8 @@ def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) ->
         link_version = max((v for v, (at, _) in _history(spark, link_path).items() if at <= committed_at),
                            default=None)
     crawldb = storage.read_table(spark, db_path, "crawldb", version)
-    links = (storage.read_table(spark, link_path, "links", link_version) if link_version is not None
-             else spark.createDataFrame([], schemas.struct("links")))
+    links = (linkdb.read_current(spark, crawl_dir, link_version) if link_version is not None
+             else schemas.empty(spark, "links"))
     return Snapshot(
         crawldb=crawldb.filter(~F.col("url").startswith(VIRTUAL_PREFIX)),
         links=links.filter(~F.col("src").startswith(VIRTUAL_PREFIX) & ~F.col("dst").startswith(VIRTUAL_PREFIX)),

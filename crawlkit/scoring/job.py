@@ -27,7 +27,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import linkdb, storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import VIRTUAL_URL, Scorer, ScoringContext, combine, get_scorer
 from crawlkit.scoring.focus.query import load_query
@@ -95,9 +95,7 @@ def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetim
             log.info("%s already applied: nothing to do", tags[impl.name])
     if due:
         crawldb = storage.read_table(spark, db_path, "crawldb")
-        link_path = storage.linkdb_path(crawl_dir)
-        links = (storage.read_table(spark, link_path, "links") if storage.is_delta(spark, link_path)
-                 else schemas.empty(spark, "links"))
+        links = linkdb.read_current(spark, crawl_dir)
         processed = processed_pages(spark, crawl_dir, segment) if segment else None
         query = load_query(conf)
         needs_texts = query.enabled or any(impl.name == "similarity" or getattr(impl, "needs_texts", False)

@@ -3,12 +3,12 @@
 For every URL of the segment the fetch outcome picks the new status through the documented
 transition table (crawlkit.status), and the schedule picks the next fetch time. Outlinks of
 fetched pages (and redirect targets) that are not yet known become unfetched rows. The link
-table changes first (a MERGE of the changed old links and an append of the new ones, both
-tagged ``linkdb:<segment>``), then the crawldb in one MERGE tagged ``updatedb:<segment>``,
-whose commit marks the segment applied. A rerun after a crash (or by mistake) redoes the
-link update idempotently and skips an applied crawldb MERGE. New URLs go in the crawldb
-MERGE as inserts; with deletion vectors on, updated rows are marked rather than their files
-rewritten, so a round's cost follows the segment, not the crawldb.
+table changes first (an append of the segment's links as their pages' new version, tagged
+``linkdb:<segment>``: crawlkit.linkdb), then the crawldb in one MERGE tagged
+``updatedb:<segment>``, whose commit marks the segment applied. A rerun after a crash (or by
+mistake) appends no link twice and skips an applied crawldb MERGE. New URLs go in the
+crawldb MERGE as inserts; with deletion vectors on, updated rows are marked rather than
+their files rewritten, so a round's cost follows the segment, not the crawldb or the links.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.crawldb import new_entries
 from crawlkit.schedule import next_interval
@@ -207,53 +207,17 @@ def small(df: DataFrame, rows: int, max_rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= max_rows else df
 
 
-def merge_links(spark: SparkSession, linkdb_path: str, links: DataFrame, refreshed_srcs: DataFrame,
-                broadcast_rows: int, links_count: int, refreshed_count: int) -> dict:
-    """Replace the links of pages whose links were seen afresh; keep first_seen of old ones.
-
-    Links already in the table are updated or deleted by a MERGE with matched clauses only
-    (an inner join, which can broadcast the small source); links not in it yet are appended.
-    A MERGE with an insert clause would instead plan an outer join that keeps every source
-    row, for which Spark cannot broadcast the source, and shuffle the whole link table every
-    round. Both commits are tagged ``linkdb:<segment>`` and a rerun is idempotent: the MERGE
-    sets the same values again, and links appended before a crash are old links to the rerun.
-    ``links`` is checkpointed and holds ``links_count`` rows, each (src, dst) once;
-    ``refreshed_count`` bounds the number of refreshed pages (the broadcast's size).
-    """
-    table = storage.ensure_table(spark, linkdb_path, "links")
-    srcs = links.select("src").unionByName(refreshed_srcs.select("src")).distinct()
-    old = (table.toDF().join(small(srcs, links_count + refreshed_count, broadcast_rows), on="src", how="left_semi")
-           .select("src", "dst").localCheckpoint(eager=True))
-    seen = links.join(old, on=["src", "dst"], how="left_semi").withColumn("_op", F.lit("update"))
-    gone = (old.join(links.select("src", "dst"), on=["src", "dst"], how="left_anti")
-            .withColumn("_op", F.lit("delete")))
-    changes = seen.unionByName(gone, allowMissingColumns=True).localCheckpoint(eager=True)
-    counts = {r["_op"]: r["n"] for r in changes.groupBy("_op").agg(F.count("*").alias("n")).collect()}
-    if counts:
-        with storage.merge_source_materialized(spark):
-            (table.alias("t").merge(small(changes, sum(counts.values()), broadcast_rows).alias("s"),
-                                    "t.src = s.src AND t.dst = s.dst")
-             .whenMatchedDelete(condition="s._op = 'delete'")
-             .whenMatchedUpdate(condition="s._op = 'update'", set={
-                 "anchor": "s.anchor", "meta": "s.meta", "nofollow": "s.nofollow", "last_seen": "s.last_seen"})
-             .execute())
-    added = links_count - counts.get("update", 0)   # every link is either seen before or new
-    if added:
-        (schemas.conform(links.join(old, on=["src", "dst"], how="left_anti"), "links")
-         .write.format("delta").mode("append").save(linkdb_path))
-    return {"updated": counts.get("update", 0), "deleted": counts.get("delete", 0), "added": added}
-
-
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
-    """Apply ``segment``: the link update, then the crawldb MERGE that marks it applied.
+    """Apply ``segment``: the link append, then the crawldb MERGE that marks it applied, then
+    a compaction of the link table when it is due (``db.links_compact_ratio``).
 
-    Each MERGE's source is computed once and checkpointed (``localCheckpoint``), so the
-    crawldb is scanned once per round however many joins build the source, the counters are
-    read from the checkpoint, and Delta need not materialize the source again. The segment's
-    side of every join with the crawldb or the link table is broadcast up to
-    ``db.broadcast_rows`` rows, so those tables are scanned rather than shuffled; the one
-    exception is the insert pass of the crawldb MERGE, an outer join that keeps the source,
-    which Spark will not broadcast.
+    The MERGE's source is computed once and checkpointed (``localCheckpoint``): the joins
+    that build it (three scans of the crawldb: the outcomes, the links' sources and their
+    targets) run once, the counters are read from the checkpoint, and Delta need not
+    materialize the source again. The segment's
+    side of every join with the crawldb is broadcast up to ``db.broadcast_rows`` rows, so the
+    crawldb is scanned rather than shuffled; the one exception is the insert pass of the
+    MERGE, an outer join that keeps the source, which Spark will not broadcast.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
@@ -274,8 +238,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     links_count = links.count()
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
-    with storage.commit_tag(spark, f"linkdb:{segment}"):
-        link_changes = merge_links(spark, link_path, links, refreshed, bound, links_count, segment_urls)
+    link_changes = linkdb.append_segment(spark, link_path, links, links_count, refreshed, now, f"linkdb:{segment}")
 
     outcome = small(outcomes(content, parsed), segment_urls, bound)
     updates = schemas.conform(updated_entries(crawldb, outcome, conf, now), "crawldb")
@@ -292,5 +255,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
                 "new_urls": sum(r["n"] for r in tally if r["_new"]),
                 "version": storage.table_version(spark, db_path)}
+    if linkdb.due_for_compaction(spark, link_path, conf["db.links_compact_ratio"]):
+        counters["link_compaction"] = linkdb.compact(spark, link_path, f"{linkdb.COMPACT_TAG}:{segment}")
     storage.write_stats(spark, crawl_dir, segment, "updatedb", counters)
     return counters

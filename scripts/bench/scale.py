@@ -13,10 +13,11 @@ and times the stages on them:
 
 * ``generate``: ``run_generate`` (scan + per-host cap + exact top-K, write the fetch list
   partitioned by host, and the MERGE that locks the K URLs in the crawldb);
-* ``updatedb``: ``run_updatedb`` on the segment (link MERGE + crawldb MERGE with inserts);
-* ``pagerank``: the PageRank engines (``crawlkit.scoring.pagerank``) over the link table and
-  the crawldb URLs with a fixed iteration count (tol = 0), timed end to end (collect/ids,
-  iterations, ranks materialized). The driver engine is skipped above ``--driver-max-edges``.
+* ``updatedb``: ``run_updatedb`` on the segment (link append + crawldb MERGE with inserts);
+* ``pagerank``: the PageRank engines (``crawlkit.scoring.pagerank``) over the current links
+  (``crawlkit.linkdb.current``) and the crawldb URLs with a fixed iteration count (tol = 0),
+  timed end to end (collect/ids, iterations, ranks materialized). The driver engine is
+  skipped above ``--driver-max-edges``.
 
 Building the synthetic tables is timed too (``build``) but is not part of a round. The table
 is printed as markdown, with the log-log slope (growth exponent) of each stage between
@@ -26,11 +27,13 @@ finish still leaves its stages).
 
 With ``--big-segment`` K' (default 10^5, at sizes N >= 10 K'), a second round measures issue
 #12's other target: ``run_updatedb`` with a K'-URL segment against writing the same crawldb
-rows (K' updated + the new URLs) as a new Delta table and as an append to the crawldb.
-Every stage also records peak memory (RSS of the driver Python, the Spark JVM and the Python
-workers, sampled; JVM heap, peak execution memory, GC, jobs and shuffle bytes from Spark's
-REST API) and the Delta metrics of its commit (files removed, rows copied, deletion vectors),
-which show whether a MERGE rewrote the crawldb.
+rows (K' updated + the new URLs) as a new Delta table and as an append to the crawldb, then
+times a compaction of the link table (``crawlkit.linkdb.compact``), which updatedb runs once
+the appended rows reach ``db.links_compact_ratio`` of the table. Every stage also records
+peak memory (RSS of the driver Python, the Spark JVM and the Python workers, sampled; JVM
+heap, peak execution memory, GC, jobs and shuffle bytes from Spark's REST API) and the Delta
+metrics of its commit (files removed, rows copied, deletion vectors), which show whether a
+MERGE rewrote the crawldb.
 
 Usage::
 
@@ -58,7 +61,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from pyspark.sql import functions as F  # noqa: E402
 
-from crawlkit import schemas, storage  # noqa: E402
+from crawlkit import linkdb, schemas, storage  # noqa: E402
 from crawlkit.conf import make_conf  # noqa: E402
 from crawlkit.crawldb import new_entries  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank  # noqa: E402
@@ -71,7 +74,7 @@ T0 = datetime(2026, 1, 1, 0, 0, 0)      # crawldb rows were created (and are due
 NOW = datetime(2026, 1, 2, 0, 0, 0)     # the round's logical time
 NOW2 = NOW + timedelta(days=1)          # the second round (the updatedb-vs-append segment)
 STAGES = ("generate", "updatedb", "pagerank_driver", "pagerank_distributed")
-RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big")
+RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big", "compact_big")
 MB = 2 ** 20
 # Delta MERGE/WRITE metrics kept from the commit a stage made: they show whether it rewrote
 # the crawldb (files removed, rows copied) or only marked rows (deletion vectors).
@@ -352,10 +355,11 @@ def run_size(spark, probe: Probe, n: int, args) -> dict:
 
 
 def run_pagerank(spark, probe: Probe, row: dict, uri: str, args, versions: tuple[int, int]) -> None:
-    """Each PageRank engine over the link table and the crawldb URLs (at ``versions``: after
-    the round's updatedb), result materialized."""
+    """Each PageRank engine over the current links (the append-only table's view, its
+    shuffle by source included) and the crawldb URLs (at ``versions``: after the round's
+    updatedb), result materialized."""
     db = spark.read.format("delta").option("versionAsOf", versions[0]).load(storage.crawldb_path(uri))
-    links = spark.read.format("delta").option("versionAsOf", versions[1]).load(storage.linkdb_path(uri))
+    links = linkdb.current(storage.read_table(spark, storage.linkdb_path(uri), "links", versions[1]))
     nodes, edges = db.select("url"), links.select("src", "dst")
     n = row["N"]
     for engine in args.engines.split(","):
@@ -408,12 +412,18 @@ def update_vs_write(spark, probe: Probe, row: dict, uri: str, n: int, args):
     row["big"] = {"K": k, "generated": gen["generated"], "rows": count}
     upd = probe(row, "updatedb_big", lambda: run_updatedb(spark, conf, NOW2, segment))
     row["big"]["new_urls"] = upd.get("new_urls")
+    row["big"]["links_appended"] = upd["link_changes"].get("appended", 0) + upd["link_changes"].get("pages_without_links", 0)
     row["delta_updatedb_big"] = last_commit(spark, storage.crawldb_path(uri))
     probe(row, "write_big", lambda: rows.write.format("delta").save(uri + "/segment_rows"))
     print(f"N={n:,}: K={k:,} ({count:,} rows): updatedb {row['updatedb_big']:.1f} s, "
           f"write as a new table {row['write_big']:.1f} s -> {row['updatedb_big'] / row['write_big']:.2f}x; "
           f"{row['delta_updatedb_big']}", flush=True)
     append_to_crawldb(probe, row, rows, storage.crawldb_path(uri), spark)
+    link_path = storage.linkdb_path(uri)
+    kept = probe(row, "compact_big", lambda: linkdb.compact(spark, link_path, f"{linkdb.COMPACT_TAG}:{segment}"))
+    row["big"]["compaction"] = kept
+    print(f"N={n:,}: link-table compaction (done when the appended rows reach "
+          f"db.links_compact_ratio of the table) {row['compact_big']:.1f} s, {kept}", flush=True)
 
 
 def append_to_crawldb(probe: Probe, row: dict, rows, db_path: str, spark) -> None:
@@ -484,8 +494,8 @@ def ratio(row: dict, baseline: str) -> str:
 def ratio_table(rows: list[dict]) -> list[str]:
     out = ["| N | K (big segment) | rows written (K updated + new) | updatedb s | append to crawldb s "
            "| write as new table s | updatedb / append | updatedb / write | crawldb MERGE: files removed "
-           "/ added, rows copied, DVs added |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+           "/ added, rows copied, DVs added | link compaction s (amortized per round) |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         if "updatedb_big" not in r:
             continue
@@ -494,8 +504,18 @@ def ratio_table(rows: list[dict]) -> list[str]:
                    f"| {fmt(r.get('append_big'))} | {fmt(r.get('write_big'))} "
                    f"| **{ratio(r, 'append_big')}** | {ratio(r, 'write_big')} "
                    f"| {d.get('numTargetFilesRemoved', '?')} / {d.get('numTargetFilesAdded', '?')}, "
-                   f"{d.get('numTargetRowsCopied', '?'):,}, {d.get('numTargetDeletionVectorsAdded', '?')} |")
+                   f"{d.get('numTargetRowsCopied', '?'):,}, {d.get('numTargetDeletionVectorsAdded', '?')} "
+                   f"| {amortized_compaction(r)} |")
     return out
+
+
+def amortized_compaction(row: dict) -> str:
+    """The compaction's time, and its share per round: it runs once the appended rows reach
+    ``db.links_compact_ratio`` (0.5) of the table, i.e. every 0.5 L / (rows a round appends)."""
+    if row.get("compact_big") is None:
+        return "–"
+    per_round = row["big"].get("links_appended", 0) / (0.5 * row["L"]) if row.get("L") else 0
+    return f"{fmt(row['compact_big'])} ({fmt(row['compact_big'] * per_round)})"
 
 
 def table(rows: list[dict]) -> str:

@@ -8,7 +8,7 @@ from itertools import count
 
 import pytest
 
-from crawlkit import storage
+from crawlkit import linkdb, storage
 from crawlkit.crawl import run_crawl
 from crawlkit.replay.testing import replay_factory  # noqa: F401  (fixture)
 from crawlkit.stages.generate import generate
@@ -47,7 +47,7 @@ def crawled(spark, tmp_path_factory):
     yield dict(conf=conf, server=server, reports=reports, log=server.access_log(), job_groups=job_groups,
                group_after=spark.sparkContext.getLocalProperty("spark.jobGroup.id"),
                db={r.url: r for r in storage.read_table(spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb").collect()},
-               links=storage.read_table(spark, storage.linkdb_path(conf["crawl.dir"]), "links").collect())
+               links=linkdb.read_current(spark, conf["crawl.dir"]).collect())
     server.stop()
 
 

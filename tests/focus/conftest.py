@@ -38,7 +38,7 @@ def links(spark):
             meta = {"kind": "a", **(p[2] if len(p) > 2 else {})}
             row = dict(src=p[0], dst=p[1], src_host=host(p[0]), dst_host=host(p[1]),
                        anchor=meta.get("anchor"), meta=meta, nofollow=False, first_seen=NOW, last_seen=NOW)
-            data.append(tuple(row[c] for c in schemas.columns("links")))
+            data.append(tuple(row.get(c) for c in schemas.columns("links")))
         return spark.createDataFrame(data, schemas.struct("links"))
     return build
 

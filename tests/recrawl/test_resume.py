@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlkit import cli, lock, schemas, storage
+from crawlkit import cli, linkdb, lock, schemas, storage
 from crawlkit.conf import make_conf
 from crawlkit.crawl import run_round
 from crawlkit.replay.testing import replay_factory  # noqa: F401  (fixture)
@@ -85,7 +85,7 @@ def crawldb_rows(spark, crawl_dir):
 
 def links(spark, crawl_dir):
     return sorted((r.src, r.dst) for r in
-                  storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").select("src", "dst").collect())
+                  linkdb.read_current(spark, crawl_dir).select("src", "dst").collect())
 
 
 def test_killed_round_resumes_without_refetching(spark, tmp_path, replay_factory, capsys):  # noqa: F811

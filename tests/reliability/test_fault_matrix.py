@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlkit import storage
+from crawlkit import linkdb, storage
 
 # one real crawl on a 2-core machine shared with other Spark jobs can take more than the
 # suite's default 600 s
@@ -152,8 +152,7 @@ def crawl(spark, tmp_path_factory):
             content={r.url: r for r in content},
             db={r.url: r for r in storage.read_table(
                 spark, storage.crawldb_path(crawl_dir), "crawldb").collect()},
-            links=storage.read_table(spark, storage.linkdb_path(crawl_dir), "links")
-            .select("src", "dst").collect())
+            links=linkdb.read_current(spark, crawl_dir).select("src", "dst").collect())
     finally:
         server.stop()
 

@@ -43,7 +43,7 @@ def make_links(spark):
             src, dst = p[0], p[1]
             extra = p[2] if len(p) > 2 else {}
             row = dict(src=src, dst=dst, src_host=host(src), dst_host=host(dst), anchor=None,
-                       meta=None, nofollow=False, first_seen=NOW, last_seen=NOW)
+                       meta=None, nofollow=False, first_seen=NOW, last_seen=NOW, commit_version=None)
             row.update(extra)
             data.append(tuple(row[c] for c in cols))
         return spark.createDataFrame(data, schemas.struct("links"))

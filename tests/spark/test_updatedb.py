@@ -1,9 +1,9 @@
 """updatedb: the transition table applied by Spark, schedules, new URLs and link replacement."""
 from datetime import datetime, timedelta
 
-from crawlkit import schemas, storage
+from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import make_conf
-from crawlkit.stages.updatedb import merge_links, outcomes, run_updatedb, updated_entries
+from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries
 from crawlkit.status import FetchStatus, Schedule, Status, transition
 
 from sparkhelpers import crawldb_rows
@@ -112,22 +112,29 @@ def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_
     assert rows["http://a.test/x"].status == "unfetched" and rows["http://a.test/x"].depth == 1
     assert rows["http://a.test/x"].domain == "a.test"
     assert rows["http://b.test/"].status == "redirect_perm"
-    links = {(r.src, r.dst, r.anchor) for r in storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").collect()}
+    links = {(r.src, r.dst, r.anchor) for r in linkdb.read_current(spark, crawl_dir).collect()}
     assert links == {("http://a.test/", "http://a.test/x", "x"), ("http://b.test/", "http://b.test/home", None)}
     version = storage.table_version(spark, path)
     assert run_updatedb(spark, conf, NOW, "s1") == {"segment": "s1", "skipped": "already applied"}
     assert storage.table_version(spark, path) == version
 
-    # a refetch of a.test/ finds different links: the old link goes, first_seen of kept ones stays
+    # a refetch of a.test/ finds y and x again (x keeps its first sighting); b.test/ is now a
+    # 404, so its redirect link goes
     later = NOW + timedelta(days=1)
     _write_segment(spark, crawl_dir, "s2",
-                   content_rows(spark, [{"url": "http://a.test/", "fetch_status": "success"}], "s2"),
+                   content_rows(spark, [{"url": "http://a.test/", "fetch_status": "success"},
+                                        {"url": "http://b.test/", "fetch_status": "not_found"}], "s2"),
                    parse_rows(spark, [{"url": "http://a.test/", "signature": "A2", "outlinks": [
-                       link("http://a.test/y", "why")]}], "s2"))
-    run_updatedb(spark, conf, later, "s2")
-    links = {(r.src, r.dst): r for r in storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").collect()}
-    assert set(links) == {("http://a.test/", "http://a.test/y"), ("http://b.test/", "http://b.test/home")}
-    assert links[("http://a.test/", "http://a.test/y")].anchor == "why"
+                       link("http://a.test/y", "why"), link("http://a.test/x", "ex")]}], "s2"))
+    counters = run_updatedb(spark, conf, later, "s2")
+    assert counters["link_changes"] == {"appended": 2, "pages_without_links": 1, "version": 2}
+    # 3 rows appended on a table first loaded with 2: past db.links_compact_ratio (0.5), so
+    # updatedb compacted it to the 2 current links (s1's and the marker are gone)
+    assert counters["link_compaction"]["kept"] == 2
+    assert storage.read_table(spark, storage.linkdb_path(crawl_dir), "links").count() == 2
+    links = {(r.src, r.dst): (r.anchor, r.first_seen, r.last_seen) for r in linkdb.read_current(spark, crawl_dir).collect()}
+    assert links == {("http://a.test/", "http://a.test/y"): ("why", later, later),
+                     ("http://a.test/", "http://a.test/x"): ("ex", NOW, later)}
 
 
 def test_an_abandoned_segment_is_refused_and_the_crawldb_stays_as_it_was(spark, tmp_path):
@@ -148,31 +155,3 @@ def test_an_abandoned_segment_is_refused_and_the_crawldb_stays_as_it_was(spark, 
     with pytest.raises(SegmentStateError, match="abandoned"):
         run_updatedb(spark, conf, NOW, "s1")
     assert storage.table_version(spark, path) == version
-
-
-def _links(spark, rows, seen):
-    return schemas.conform(spark.createDataFrame(
-        [{"src": s, "dst": d, "src_host": s.split("/")[2], "dst_host": d.split("/")[2], "anchor": a,
-          "meta": {}, "nofollow": False, "first_seen": seen, "last_seen": seen} for s, d, a in rows],
-        schemas.struct("links")), "links")
-
-
-def test_merge_links_updates_kept_links_deletes_gone_ones_appends_new_ones_once(spark, tmp_path):
-    """A recrawled page's links: kept ones keep first_seen, lost ones go, new ones come in once,
-    however often the update is applied, with or without the broadcast of its small sides."""
-    later = NOW + timedelta(days=1)
-    for broadcast_rows in (0, 1000):
-        path = str(tmp_path / f"linkdb{broadcast_rows}")
-        a, b = "http://a.test/", "http://b.test/"
-        first = _links(spark, [(a, a + "kept", "old"), (a, a + "lost", "x"), (b, b + "other", "y")], NOW)
-        merge_links(spark, path, first, first.select("src").distinct(), broadcast_rows, 3, 3)
-        again = _links(spark, [(a, a + "kept", "new anchor"), (a, a + "new", "z")], later)
-        refreshed = spark.createDataFrame([(a,)], "src string")
-        assert merge_links(spark, path, again, refreshed, broadcast_rows, 2, 1) == {"updated": 1, "deleted": 1, "added": 1}
-        # applied again: the link appended the first time is an old link now, updated in place
-        assert merge_links(spark, path, again, refreshed, broadcast_rows, 2, 1) == {"updated": 2, "deleted": 0, "added": 0}
-        rows = storage.read_table(spark, path, "links").collect()
-        got = {(r.dst, r.anchor, r.first_seen, r.last_seen) for r in rows}
-        assert len(rows) == len(got) == 3
-        assert got == {(a + "kept", "new anchor", NOW, later), (a + "new", "z", later, later),
-                       (b + "other", "y", NOW, NOW)}

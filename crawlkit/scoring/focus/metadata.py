@@ -1,8 +1,9 @@
 """Link metadata as words: one row per link with the words of its URL, texts and titles.
 
-The link table keeps one row per (src, dst) with parse's ``meta`` map; all ten metadata
-types are read: URL text (the target URL, href, onmouseover target, src), text (anchor,
-surrounding text, image alt, area text, frame text) and title (title and name attributes).
+The link table's current view (``crawlkit.linkdb.current``) has one row per (src, dst) with
+parse's ``meta`` map; all ten metadata types are read: URL text (the target URL, href,
+onmouseover target, src), text (anchor, surrounding text, image alt, area text, frame text)
+and title (title and name attributes).
 """
 from __future__ import annotations
 

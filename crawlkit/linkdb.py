@@ -1,0 +1,136 @@
+"""The link table: append-only, one version of a page's links per fetch.
+
+updatedb appends the links a segment found instead of merging them into the table. A MERGE
+that replaces refetched pages' links must first find their old links, and with K refetched
+pages spread over every file that is a read of the whole table each round: updatedb cost
+48x the append of its rows at 10^7 pages, nearly all of it the link table (docs/scale.md).
+
+So each append stamps its rows with ``commit_version`` (the table version it commits as),
+and readers see the **current** links through :func:`current`: for each source page, its
+rows of the highest version, with ``first_seen`` the earliest over all its versions. A
+refetched page that now links nowhere gets one marker row (``dst`` = :data:`NO_LINKS`) that
+hides its older links. Rows written before the column existed count as the oldest version.
+
+Superseded rows stay on disk until :func:`compact` rewrites the table with the current links
+only. updatedb compacts when the rows appended since the last compaction reach
+``db.links_compact_ratio`` of the rows that compaction kept (the first load of the table
+counts as one), so a link row is rewritten about 1/ratio times over the crawl: the round's
+cost follows the segment, and the table stays within (1 + ratio) of its live size.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from crawlkit import schemas, storage
+
+NO_LINKS = ""                     # dst of the marker row of a page refetched without links
+COMPACT_TAG = "linkdb-compact"    # commit tag prefix of a compaction
+
+
+def current(links: DataFrame) -> DataFrame:
+    """The live links of a link table read raw: each source's rows of its latest version,
+    markers dropped, first_seen the earliest over the source's versions of that link.
+
+    One shuffle by ``src``; when nothing downstream reads ``first_seen`` Spark prunes its
+    window, and the one by ``src`` is what PageRank's grouping by source reuses."""
+    version = F.coalesce(F.col("commit_version"), F.lit(-1))
+    return (links.withColumn("_version", version)
+            .withColumn("_latest", F.max("_version").over(Window.partitionBy("src")))
+            .withColumn("_first", F.min("first_seen").over(Window.partitionBy("src", "dst")))
+            .filter((F.col("_version") == F.col("_latest")) & (F.col("dst") != F.lit(NO_LINKS)))
+            .withColumn("first_seen", F.col("_first"))
+            .drop("_version", "_latest", "_first"))
+
+
+def read_current(spark: SparkSession, crawl_dir: str, version: int | None = None) -> DataFrame:
+    """The crawl's current links (at link-table ``version``; empty when there is no table)."""
+    path = storage.linkdb_path(crawl_dir)
+    if not storage.is_delta(spark, path):
+        return schemas.empty(spark, "links")
+    return current(storage.read_table(spark, path, "links", version))
+
+
+def no_links_markers(refreshed_srcs: DataFrame, links: DataFrame, now: datetime) -> DataFrame:
+    """One marker row per refreshed page that has no link in ``links``: it hides the page's
+    older links (a page now 404, or parsed without links)."""
+    from crawlkit.stages.updatedb import host_expr
+    bare = refreshed_srcs.select("src").distinct().join(links.select("src"), on="src", how="left_anti")
+    return schemas.conform(bare.select(
+        "src", F.lit(NO_LINKS).alias("dst"), host_expr("src").alias("src_host"),
+        F.lit("").alias("dst_host"), F.lit(False).alias("nofollow"),
+        F.lit(now).alias("first_seen"), F.lit(now).alias("last_seen")), "links")
+
+
+def append_segment(spark: SparkSession, path: str, links: DataFrame, links_count: int,
+                   refreshed_srcs: DataFrame, now: datetime, tag: str) -> dict:
+    """Append a segment's ``links_count`` links (each (src, dst) once) as the new version of
+    their sources' links, with a marker for each refreshed page that has none, in one commit
+    tagged ``tag``.
+
+    A rerun of an applied segment (a crash between this commit and the crawldb's) appends
+    nothing: the tag is in the table's history."""
+    storage.ensure_table(spark, path, "links")
+    if storage.was_applied(spark, path, tag):
+        return {"appended": 0, "pages_without_links": 0, "skipped": "already applied"}
+    version = storage.table_version(spark, path) + 1
+    rows = (links.unionByName(no_links_markers(refreshed_srcs, links, now))
+            .withColumn("commit_version", F.lit(version).cast("long")))
+    with storage.commit_tag(spark, tag):
+        (schemas.conform(rows, "links").write.format("delta").mode("append")
+         .option("mergeSchema", "true").save(path))
+    metrics = last_metrics(spark, path)
+    markers = int(metrics.get("numOutputRows", links_count)) - links_count
+    return {"appended": links_count, "pages_without_links": markers, "version": version}
+
+
+def last_metrics(spark: SparkSession, path: str) -> dict:
+    from delta.tables import DeltaTable
+    return DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"] or {}
+
+
+def rows_since_compaction(spark: SparkSession, path: str) -> tuple[int, int]:
+    """(rows appended since the last compaction, rows it kept), from the table's commit
+    metrics. Without a compaction, the first append that wrote rows (the table's first
+    load) stands for one."""
+    from delta.tables import DeltaTable
+    history = (DeltaTable.forPath(spark, path).history()
+               .select("version", "operation", "userMetadata", "operationMetrics").collect())
+    appended, base = 0, None
+    writes = []
+    for row in sorted(history, key=lambda r: r["version"], reverse=True):
+        rows = int((row["operationMetrics"] or {}).get("numOutputRows", 0))
+        if any(t.startswith(COMPACT_TAG) for t in storage.tags_of(row["userMetadata"])):
+            base = rows
+            break
+        if row["operation"] == "WRITE" and rows:
+            writes.append(rows)
+    if base is None:
+        if not writes:
+            return 0, 0
+        base = writes.pop()          # the oldest write: the table's first load
+    appended = sum(writes)
+    return appended, base
+
+
+def due_for_compaction(spark: SparkSession, path: str, ratio: float) -> bool:
+    """Whether the rows appended since the last compaction reach ``ratio`` of what it kept
+    (``ratio`` <= 0: never)."""
+    if ratio <= 0 or not storage.is_delta(spark, path):
+        return False
+    appended, base = rows_since_compaction(spark, path)
+    return appended > 0 and appended >= ratio * base
+
+
+def compact(spark: SparkSession, path: str, tag: str) -> dict:
+    """Rewrite the table with its current links only (each keeps its version and earliest
+    first_seen), in one overwrite commit tagged ``tag``: readers see the same links before
+    and after, and time travel to older versions still works until VACUUM."""
+    raw = storage.read_table(spark, path, "links")
+    with storage.commit_tag(spark, tag):
+        (current(raw).write.format("delta").mode("overwrite")
+         .option("mergeSchema", "true").save(path))
+    metrics = last_metrics(spark, path)
+    return {"kept": int(metrics.get("numOutputRows", 0)), "removed_files": int(metrics.get("numRemovedFiles", 0))}
