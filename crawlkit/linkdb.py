@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -87,7 +88,7 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, links_count
 
 
 def last_metrics(spark: SparkSession, path: str) -> dict:
-    from delta.tables import DeltaTable
+    """Delta's operation metrics of the table's last commit (numOutputRows, ...)."""
     return DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"] or {}
 
 
@@ -95,24 +96,19 @@ def rows_since_compaction(spark: SparkSession, path: str) -> tuple[int, int]:
     """(rows appended since the last compaction, rows it kept), from the table's commit
     metrics. Without a compaction, the first append that wrote rows (the table's first
     load) stands for one."""
-    from delta.tables import DeltaTable
     history = (DeltaTable.forPath(spark, path).history()
                .select("version", "operation", "userMetadata", "operationMetrics").collect())
-    appended, base = 0, None
-    writes = []
+    writes = []                      # rows of each append since the last compaction, newest first
     for row in sorted(history, key=lambda r: r["version"], reverse=True):
         rows = int((row["operationMetrics"] or {}).get("numOutputRows", 0))
         if any(t.startswith(COMPACT_TAG) for t in storage.tags_of(row["userMetadata"])):
-            base = rows
-            break
+            return sum(writes), rows
         if row["operation"] == "WRITE" and rows:
             writes.append(rows)
-    if base is None:
-        if not writes:
-            return 0, 0
-        base = writes.pop()          # the oldest write: the table's first load
-    appended = sum(writes)
-    return appended, base
+    if not writes:
+        return 0, 0
+    first_load = writes.pop()        # the oldest write
+    return sum(writes), first_load
 
 
 def due_for_compaction(spark: SparkSession, path: str, ratio: float) -> bool:
