@@ -17,8 +17,8 @@ dangling. Iteration stops when the L1 change of R falls below ``scoring.toleranc
 * ``distributed``: Spark DataFrames only, no Python in the loop; integer ids (xxhash64 of
   the URL, checked for clashes); the ranks broadcast to edges partitioned by destination
   (no shuffle at all), or above ``BROADCAST_MAX_PAGES`` edges and ranks co-partitioned by
-  source (no shuffle on the join); one aggregate per iteration for |delta| and the dangling
-  mass, lineage cut every iteration (reliably every ``scoring.checkpoint_every``).
+  source (no shuffle on the join); |delta| and the dangling mass observed as the ranks are
+  written, lineage cut every iteration (reliably every ``scoring.checkpoint_every``).
 * ``graphx``: GraphX's PageRank (``PageRank.runUntilConvergenceWithOptions``, what
   GraphFrames runs) through crawlkit's bridge class, normalized to sum 1.
 * ``graphframes``: GraphFrames' pageRank (needs its JVM jar), normalized to sum 1.
@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from crawlkit import storage
@@ -376,22 +376,22 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
 
     Pages are numbered by the xxhash64 of their URL (see :func:`_integer_graph`), so the
     links become integer pairs without a join on URL strings. The edges (src, dst,
-    w = 1/outdeg) are cached once. Up to ``broadcast_max_pages`` pages the rank vector is
-    broadcast to them and they are hash-partitioned by destination, so the per-destination
-    sum is local and an iteration shuffles nothing (see ``BROADCAST_MAX_PAGES``); above it,
-    edges and ranks are both hash-partitioned by source id into the same number of
-    partitions, so the join needs no shuffle and only the per-destination sum shuffles.
+    w = 1/outdeg) are cached once. The rank vector (id, v, dangling, rank) is hash-partitioned
+    by page id. Up to ``broadcast_max_pages`` pages it is broadcast to the
+    edges, which are hash-partitioned by destination, so the per-destination sums are local;
+    above it the edges are partitioned by source like the ranks, so the join needs no shuffle
+    and only the partial sums shuffle. Either way the sums come out partitioned by page id
+    and meet the old ranks (and v, and the dangling flag) in a join without a shuffle.
 
-    Each page also has a *self row* in the edge table (weight 0) that carries its old rank,
-    its teleport weight v and its dangling flag through the same aggregate: the rank vector
-    is then read once per iteration. One aggregate per iteration yields both the L1 change
-    and the next dangling mass; the teleport scalar that follows from that mass enters the
-    next iteration as a broadcast one-row table, not a literal (see :func:`_scalar`). The
-    rank vector is local-checkpointed every iteration (see :class:`_Checkpoints`), reliably
-    every ``checkpoint_every``, so 100 iterations run in bounded memory and constant plan
-    size. Adaptive execution is off while the loop runs: re-planning every small job costs
-    more than it saves on a fixed plan, and coalescing shuffle partitions would break the
-    partitioning the loop relies on.
+    The L1 change and the next dangling mass are observed (``DataFrame.observe``) while the
+    new ranks are written: no job of their own. The teleport scalar that follows from that
+    mass enters the next iteration as a broadcast one-row table, not a literal (see
+    :func:`_scalar`). So an iteration is one job, plus the broadcasts of the ranks and of
+    the scalar. The rank vector is local-checkpointed every iteration (see
+    :class:`_Checkpoints`), reliably every ``checkpoint_every``, so 100 iterations run in
+    bounded memory and constant plan size. Adaptive execution is off while the loop runs:
+    re-planning every small job costs more than it saves on a fixed plan, and coalescing
+    shuffle partitions would break the partitioning the loop relies on.
     """
     key = "spark.sql.adaptive.enabled"
     saved = spark.conf.get(key, None)
@@ -457,69 +457,77 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
             state = state.join(prev, on="url", how="left")
             scale = (known[0] / n) / known[1]
             x_col = F.coalesce(F.col("prev") * F.lit(scale), F.lit(1.0 / n))
-    state = state.select(F.col("id").alias("src"), v_col.alias("v"),
-                         F.col("deg").isNull().alias("dangling"), x_col.alias("rank")).cache()
-
-    real = (pairs.join(outdeg, on="s", how="inner")
-            .select(F.col("s").alias("src"), F.col("t").alias("dst"),
-                    (F.lit(1.0) / F.col("deg")).alias("w"), F.lit(False).alias("self"),
-                    F.lit(None).cast("double").alias("v"),
-                    F.lit(None).cast("boolean").alias("dangling")))
-    selfs = state.select("src", F.col("src").alias("dst"), F.lit(0.0).alias("w"),
-                         F.lit(True).alias("self"), "v", "dangling")
+    # The rank vector, hash-partitioned by page id: the per-destination sums (partitioned the
+    # same way) join it without a shuffle, and every checkpoint keeps that partitioning.
+    ranks = (state.select("id", v_col.alias("v"), F.col("deg").isNull().alias("dangling"),
+                          x_col.alias("rank"))
+             .repartition(parts, "id").localCheckpoint(eager=True))
     broadcast = n <= broadcast_max_pages
-    # Broadcast ranks: edges by destination (the sum is local); else both by source.
-    links = real.unionByName(selfs).repartition(parts, "dst" if broadcast else "src").cache()
+    # Broadcast ranks: edges by destination (the sum is local); else by source (co-partitioned
+    # with the ranks for the join; the partial sums shuffle).
+    links = (pairs.join(outdeg, on="s", how="inner")
+             .select(F.col("s").alias("src"), F.col("t").alias("dst"),
+                     (F.lit(1.0) / F.col("deg")).alias("w"))
+             .repartition(parts, "dst" if broadcast else "src").cache())
     links.count()
-    ranks = state.select("src", "rank", "dangling")
-    ranks = (ranks if broadcast else ranks.repartition(parts, "src")).localCheckpoint(eager=True)
-    lost = ranks.agg(F.sum(F.when(F.col("dangling"), F.col("rank")).otherwise(0.0))).first()[0] or 0.0
+    lost = _dangling_mass(ranks)
 
     it, delta = 0, float("inf")
     checkpoints = _Checkpoints(spark, checkpoint_every)
     while it < max_iter:
         it += 1
         base = damping * lost + 1.0 - damping
-        msgs = links.join(_rank_side(ranks.select("src", "rank"), broadcast), on="src", how="inner")
-        agg = (msgs.groupBy(F.col("dst").alias("src"))
-               .agg(F.sum(F.col("w") * F.col("rank")).alias("c"),
-                    F.max(F.when(F.col("self"), F.col("rank"))).alias("old"),
-                    F.max("v").alias("v"), F.max("dangling").alias("dangling")))
-        new_rank = F.col("base") * F.col("v") + F.lit(damping) * F.col("c")
-        nxt = agg.crossJoin(F.broadcast(_scalar(spark, "base", base))).select(
-            "src", new_rank.alias("rank"), "dangling", F.abs(new_rank - F.col("old")).alias("delta"))
+        sums = (links.join(_rank_side(ranks, broadcast), on="src", how="inner")
+                .groupBy("dst").agg(F.sum(F.col("w") * F.col("src_rank")).alias("c")))
+        new_rank = F.col("base") * F.col("v") + F.lit(damping) * F.coalesce(F.col("c"), F.lit(0.0))
+        nxt = (ranks.join(sums.hint("shuffle_hash"), ranks["id"] == sums["dst"], "left")
+               .crossJoin(F.broadcast(_scalar(spark, "base", base)))
+               .select("id", "v", "dangling", new_rank.alias("rank"),
+                       F.abs(new_rank - F.col("rank")).alias("change")))
         if it == 1 and log.isEnabledFor(logging.DEBUG):
             log.debug("iteration plan:\n%s", nxt._jdf.queryExecution().executedPlan().toString())
-        nxt = checkpoints.cut(nxt, it)
-        row = nxt.agg(F.sum("delta"),
-                      F.sum(F.when(F.col("dangling"), F.col("rank")).otherwise(0.0))).first()
-        delta, lost = float(row[0]), float(row[1] or 0.0)
+        totals = Observation()   # a name of its own: engines may run side by side
+        nxt = nxt.observe(totals, F.sum("change").alias("delta"), _dangling_sum().alias("lost"))
+        ranks = checkpoints.cut(nxt, it).drop("change")
+        delta, lost = float(totals.get["delta"]), float(totals.get["lost"] or 0.0)
         log.debug("pagerank iteration %d: L1 change %.3g", it, delta)
-        ranks = nxt
         if delta < tol:
             break
-    out = (ranks.join(ids.select(F.col("id").alias("src"), "url"), on="src", how="inner")
-           .select("url", "rank").localCheckpoint(eager=True))
+    out = (ranks.join(ids, on="id", how="inner").select("url", "rank")
+           .localCheckpoint(eager=True))
     checkpoints.release()
     links.unpersist()
-    state.unpersist()
     return PageRankResult(out, it, delta, "distributed")
 
 
+def _dangling_sum():
+    """Rank held by pages without out-links (spread over all pages by the next iteration)."""
+    return F.sum(F.when(F.col("dangling"), F.col("rank")).otherwise(0.0))
+
+
+def _dangling_mass(ranks: DataFrame) -> float:
+    return float(ranks.agg(_dangling_sum()).first()[0] or 0.0)
+
+
 def _rank_side(ranks: DataFrame, broadcast: bool) -> DataFrame:
-    """The rank side of the iteration's join: broadcast, or co-partitioned with the edges
-    (both hash-partitioned by source id: a hash join per partition, no shuffle, no sort)."""
-    return F.broadcast(ranks) if broadcast else ranks.hint("shuffle_hash")
+    """The ranks as the edges' join sees them (src, src_rank): broadcast, or co-partitioned
+    with the edges (both hash-partitioned by page id: a hash join per partition, no shuffle)."""
+    side = ranks.select(F.col("id").alias("src"), F.col("rank").alias("src_rank"))
+    return F.broadcast(side) if broadcast else side.hint("shuffle_hash")
 
 
 def _scalar(spark: SparkSession, name: str, value: float) -> DataFrame:
     """A one-row DataFrame holding ``value``: the iteration's scalar enters the plan as data.
 
-    As ``F.lit(value)`` it would be inlined into the generated Java code, which then differs
-    in every iteration: Spark compiles the stage again and the JVM runs the new class
-    interpreted until it warms up. Broadcast and cross-joined, the code stays the same.
+    As ``F.lit(value)`` in the iteration's expressions it would be inlined into the generated
+    Java code of the whole stage, which then differs in every iteration: Spark compiles it
+    again and the JVM runs the new class interpreted until it warms up. Here only this
+    one-row side is compiled anew. It is a one-partition ``range``, not a
+    ``createDataFrame`` of a Python list: that one is a Python RDD, a two-task job through
+    Python workers (150-430 ms an iteration on web-NotreDame, competing for the cores with
+    the broadcast of the ranks).
     """
-    return spark.createDataFrame([(float(value),)], f"{name} double")
+    return spark.range(0, 1, 1, 1).select(F.lit(float(value)).alias(name))
 
 
 class _Checkpoints:
