@@ -86,13 +86,16 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
              tol: float = 1e-9, max_iter: int = 100, engine: str = "auto",
              personalization: DataFrame | None = None, start: DataFrame | None = None,
              checkpoint_every: int = 10, driver_max_edges: int = 20_000_000,
-             edges_at_most: int | None = None) -> PageRankResult:
+             edges_at_most: int | None = None,
+             broadcast_max_pages: int | None = None) -> PageRankResult:
     """PageRank over ``nodes`` (url) and ``edges`` (src, dst: distinct, no self-links).
 
     ``personalization`` (url, weight) replaces the uniform teleport vector (normalized here;
     dangling pages spread their rank by it too); ``start`` (url, rank) is the warm start:
     renormalized so the pages it knows keep their share of N_known / N and every other page
     starts at 1/N. ``edges_at_most``: a known upper bound on the edges (see _pick_engine).
+    ``broadcast_max_pages``: the distributed engine's layout bound (``BROADCAST_MAX_PAGES``
+    when None).
     """
     chosen = _pick_engine(engine, edges, driver_max_edges, edges_at_most)
     if chosen == "driver":
@@ -101,7 +104,9 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
     if chosen == "distributed":
         return pagerank_distributed(spark, nodes, edges, damping=damping, tol=tol,
                                     max_iter=max_iter, personalization=personalization,
-                                    start=start, checkpoint_every=checkpoint_every)
+                                    start=start, checkpoint_every=checkpoint_every,
+                                    broadcast_max_pages=(BROADCAST_MAX_PAGES if broadcast_max_pages is None
+                                                         else broadcast_max_pages))
     if chosen == "graphx":
         return pagerank_graphx(spark, nodes, edges, damping=damping, tol=tol,
                                max_iter=max_iter, personalization=personalization)
@@ -359,7 +364,8 @@ def _empty_ranks(spark: SparkSession) -> DataFrame:
 
 
 # --------------------------------------------------------------------------- distributed engine
-# Largest rank vector the distributed engine broadcasts (16 bytes a page as (id, rank): 64 MB).
+# Largest rank vector the distributed engine broadcasts by default (16 bytes a page as
+# (id, rank): 64 MB; every executor holds a copy); ``scoring.broadcast_max_pages`` sets it.
 # Edges partitioned by source (co-partitioned with the ranks) put nearly every destination
 # in every partition, so the partial sums hardly shrink: on web-NotreDame the partial
 # aggregate was 37% of the JVM's samples (JFR) and ~7 MB of partial sums crossed the shuffle each
@@ -718,7 +724,8 @@ def options_from(conf: Conf) -> dict:
     return dict(damping=conf["scoring.damping"], tol=conf["scoring.tolerance"],
                 max_iter=conf["scoring.max_iterations"], engine=conf["scoring.engine"],
                 checkpoint_every=conf["scoring.checkpoint_every"],
-                driver_max_edges=conf["scoring.driver_max_edges"])
+                driver_max_edges=conf["scoring.driver_max_edges"],
+                broadcast_max_pages=conf["scoring.broadcast_max_pages"])
 
 
 @register

@@ -369,7 +369,8 @@ def run_pagerank(spark, probe: Probe, row: dict, uri: str, args, versions: tuple
             continue
 
         def solve():
-            res = pagerank(spark, nodes, edges, tol=0.0, max_iter=args.iterations, engine=engine)
+            res = pagerank(spark, nodes, edges, tol=0.0, max_iter=args.iterations, engine=engine,
+                           broadcast_max_pages=args.broadcast_max_pages)
             res.ranks.agg(F.sum("rank")).first()   # materialize the result
             return res
         try:
@@ -548,6 +549,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--engines", default="driver,distributed")
     ap.add_argument("--driver-max-edges", type=int, default=20_000_000)
+    ap.add_argument("--broadcast-max-pages", type=int, default=None,
+                    help="distributed PageRank: broadcast the ranks up to this many pages (default: the engine's)")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--workdir", default="/tmp/crawlkit-scale")

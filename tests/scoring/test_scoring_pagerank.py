@@ -66,12 +66,22 @@ def test_engine_matches_exact_solution(spark, graph, ref_pagerank, engine, dampi
     assert result.engine == engine and result.delta < 1e-12
 
 
-def test_distributed_copartitioned_layout_matches_exact_solution(spark, graph, ref_pagerank):
-    # Above BROADCAST_MAX_PAGES the ranks are not broadcast: edges and ranks are both
-    # partitioned by source id and the per-destination sums shuffle. Forced here.
+def test_distributed_copartitioned_layout_matches_exact_solution(spark, graph, ref_pagerank,
+                                                                 monkeypatch):
+    # Above scoring.broadcast_max_pages the ranks are not broadcast: edges and ranks are both
+    # partitioned by source id and the per-destination sums shuffle. Forced here by conf.
     nodes, edges = graph
-    result = pagerank_module.pagerank_distributed(spark, nodes, edges, damping=0.5, tol=1e-12,
-                                                  max_iter=300, broadcast_max_pages=0)
+    seen = {}
+    engine = pagerank_module.pagerank_distributed
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return engine(*args, **kwargs)
+    monkeypatch.setattr(pagerank_module, "pagerank_distributed", spy)
+    conf = make_conf(scoring__engine="distributed", scoring__broadcast_max_pages=0,
+                     scoring__damping=0.5, scoring__tolerance=1e-12, scoring__max_iterations=300)
+    result = pagerank(spark, nodes, edges, **pagerank_module.options_from(conf))
+    assert seen["broadcast_max_pages"] == 0
     assert l1(as_dict(result.ranks), ref_pagerank(PAGES, CLEAN, damping=0.5)) < 1e-9
 
 
