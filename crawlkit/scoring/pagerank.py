@@ -465,9 +465,12 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
             x_col = F.coalesce(F.col("prev") * F.lit(scale), F.lit(1.0 / n))
     # The rank vector, hash-partitioned by page id: the per-destination sums (partitioned the
     # same way) join it without a shuffle, and every checkpoint keeps that partitioning.
+    first = Observation()   # a name of its own: engines may run side by side
     ranks = (state.select("id", v_col.alias("v"), F.col("deg").isNull().alias("dangling"),
                           x_col.alias("rank"))
-             .repartition(parts, "id").localCheckpoint(eager=True))
+             .repartition(parts, "id").observe(first, _dangling_sum().alias("lost"))
+             .localCheckpoint(eager=True))
+    lost = float(first.get["lost"] or 0.0)
     broadcast = n <= broadcast_max_pages
     # Broadcast ranks: edges by destination (the sum is local); else by source (co-partitioned
     # with the ranks for the join; the partial sums shuffle).
@@ -476,7 +479,6 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
                      (F.lit(1.0) / F.col("deg")).alias("w"))
              .repartition(parts, "dst" if broadcast else "src").cache())
     links.count()
-    lost = _dangling_mass(ranks)
 
     it, delta = 0, float("inf")
     checkpoints = _Checkpoints(spark, checkpoint_every)
@@ -492,10 +494,11 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
                        F.abs(new_rank - F.col("rank")).alias("change")))
         if it == 1 and log.isEnabledFor(logging.DEBUG):
             log.debug("iteration plan:\n%s", nxt._jdf.queryExecution().executedPlan().toString())
-        totals = Observation()   # a name of its own: engines may run side by side
+        totals = Observation()
         nxt = nxt.observe(totals, F.sum("change").alias("delta"), _dangling_sum().alias("lost"))
-        ranks = checkpoints.cut(nxt, it).drop("change")
-        delta, lost = float(totals.get["delta"]), float(totals.get["lost"] or 0.0)
+        ranks = checkpoints.cut(nxt.drop("change"), it)   # observed, not stored
+        observed = totals.get
+        delta, lost = float(observed["delta"]), float(observed["lost"] or 0.0)
         log.debug("pagerank iteration %d: L1 change %.3g", it, delta)
         if delta < tol:
             break
@@ -509,10 +512,6 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
 def _dangling_sum():
     """Rank held by pages without out-links (spread over all pages by the next iteration)."""
     return F.sum(F.when(F.col("dangling"), F.col("rank")).otherwise(0.0))
-
-
-def _dangling_mass(ranks: DataFrame) -> float:
-    return float(ranks.agg(_dangling_sum()).first()[0] or 0.0)
 
 
 def _rank_side(ranks: DataFrame, broadcast: bool) -> DataFrame:
