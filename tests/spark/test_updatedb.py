@@ -1,6 +1,8 @@
 """updatedb: the transition table applied by Spark, schedules, new URLs and link replacement."""
 from datetime import datetime, timedelta
 
+from pyspark.sql import functions as F
+
 from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import make_conf
 from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries
@@ -155,3 +157,65 @@ def test_an_abandoned_segment_is_refused_and_the_crawldb_stays_as_it_was(spark, 
     with pytest.raises(SegmentStateError, match="abandoned"):
         run_updatedb(spark, conf, NOW, "s1")
     assert storage.table_version(spark, path) == version
+
+
+def _sortable(df):
+    """Map columns as sorted arrays of entries (Spark cannot sort rows by a map)."""
+    return df.select([F.array_sort(F.map_entries(c)).alias(c) if t.startswith("map") else F.col(c)
+                      for c, t in df.dtypes])
+
+
+def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(spark, tmp_path):
+    """run_updatedb applies ``transitioned_columns`` inside its MERGE and lets the MERGE find the new
+    link targets; the crawldb it leaves equals the old rows not in the segment, plus
+    ``updated_entries`` (a join and a select) and ``new_urls`` (probes of the crawldb)
+    computed from the crawldb before. Outcomes cover every transition with metadata, a
+    signature, a redirect and a retry past the maximum; links go to segment URLs, known URLs
+    and new ones, from sources at different depths; one URL of the segment is not in the
+    crawldb."""
+    from chispa import assert_df_equality
+
+    from crawlkit.stages.updatedb import new_urls, segment_links
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir, db__retry_max=1)
+    path = storage.crawldb_path(crawl_dir)
+    table = storage.ensure_table(spark, path, "crawldb")
+    old = [{"url": f"http://h{i}.test/", "host": f"h{i}.test", "status": status, "retries": retries,
+            "depth": i % 3, "signature": "S" if i % 2 else None, "etag": "e-old",
+            "metadata": {"last_error": "boom", "keep": "me"} if i % 4 == 0 else {}}
+           for i, (status, retries) in enumerate([(s.value, r) for s in OLD for r in (0, 1)])]
+    old.append({"url": "http://other.test/known", "host": "other.test", "depth": 5})
+    seed = crawldb_rows(spark, old, NOW)
+    table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
+    before = storage.read_table(spark, path, "crawldb").localCheckpoint()
+
+    statuses = [FetchStatus.SUCCESS, FetchStatus.NOT_FOUND, FetchStatus.RETRY, FetchStatus.REDIRECT_PERM,
+                FetchStatus.SUCCESS, FetchStatus.RETRY]
+    content = content_rows(spark, [
+        {"url": f"http://h{i}.test/", "fetch_status": fs.value, "http_status": 200,
+         "headers": {"etag": f"e{i}", "last-modified": "yesterday"},
+         "redirect_url": "http://h9.test/moved" if fs is FetchStatus.REDIRECT_PERM else None,
+         "retry_after": 60 if fs is FetchStatus.RETRY else None,
+         "error": "refused" if fs is FetchStatus.RETRY else None}
+        for i, fs in enumerate(statuses)] + [{"url": "http://stray.test/", "fetch_status": "success"}])
+    link = lambda url: {"url": url, "anchor": url[-1], "nofollow": False, "meta": {}}  # noqa: E731
+    parsed = parse_rows(spark, [
+        {"url": "http://h0.test/", "signature": "S", "outlinks": [
+            link("http://h1.test/"), link("http://other.test/known"), link("http://new.test/a"),
+            link("http://new.test/b")]},
+        {"url": "http://h4.test/", "signature": "T", "outlinks": [link("http://new.test/a"), link("http://new.test/c")]},
+        {"url": "http://stray.test/", "signature": "U", "outlinks": [link("http://new.test/d")]}])
+    _write_segment(spark, crawl_dir, "s1", content, parsed)
+
+    expected_updates = updated_entries(before, outcomes(content, parsed), conf, NOW)
+    expected_new = new_urls(segment_links(content, parsed, conf, NOW), before, conf, NOW)
+    untouched = before.join(expected_updates.select("url"), on="url", how="left_anti")
+    expected = schemas.conform(untouched.unionByName(expected_updates).unionByName(expected_new), "crawldb")
+
+    counters = run_updatedb(spark, conf, NOW, "s1")
+    got = storage.read_table(spark, path, "crawldb")
+    assert_df_equality(_sortable(got), _sortable(expected), ignore_row_order=True, ignore_nullable=True)
+    assert counters["new_urls"] == expected_new.count() == 5      # moved, a, b, c, d
+    assert counters["by_status"] == {r["status"]: r["count"] for r in
+                                     expected_updates.groupBy("status").count().collect()}
+    assert {r.url: r.depth for r in expected_new.collect()}["http://new.test/a"] == 1
