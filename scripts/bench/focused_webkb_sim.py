@@ -447,19 +447,75 @@ def focus(st, cands, hit_key="hot", hit=None):
     return {u: (-(best.get(u, 0.0) + TIE_BREADTH / (1 + st.depth[u])),) for u in cands}
 
 
+def _dead_dirs(st, confidence):
+    """Directories whose fetched URLs, d dead and l live, make them mostly dead with
+    posterior probability P(dead share > 1/2 | Beta(d + 1, l + 1)) > confidence."""
+    def compute():
+        counts = st.directory_counts()
+        dirs = list(counts)
+        dead = np.array([counts[d][1] for d in dirs], dtype=float)
+        live = np.array([counts[d][0] - counts[d][1] for d in dirs], dtype=float)
+        return {d for d, p in zip(dirs, dead_probability(dead, live)) if p > confidence}
+    return st.memo(("dead directories", confidence), compute)
+
+
 def dead_directories(confidence):
     """crawlkit's default (focus.dead_link_confidence): a hot-queue URL joins the other queue
-    when its directory's fetched URLs, d dead and l live, make it mostly dead with posterior
-    probability P(dead share > 1/2 | Beta(d + 1, l + 1)) > confidence."""
+    when its directory is mostly dead (``_dead_dirs``)."""
     def policy(st, cands):
-        def compute():
-            counts = st.directory_counts()
-            dirs = list(counts)
-            dead = np.array([counts[d][1] for d in dirs], dtype=float)
-            live = np.array([counts[d][0] - counts[d][1] for d in dirs], dtype=float)
-            return {d for d, p in zip(dirs, dead_probability(dead, live)) if p > confidence}
-        dead_dirs = st.memo(("dead directories", confidence), compute)
+        dead_dirs = _dead_dirs(st, confidence)
         return {u: (0 if st.in_hot_queue(u) and directory(u) not in dead_dirs else 1, st.depth[u])
+                for u in cands}
+    return policy
+
+
+def _default_queue(st, u, confidence):
+    return 0 if st.in_hot_queue(u) and directory(u) not in _dead_dirs(st, confidence) else 1
+
+
+def dead_directories_focus_tiebreak(confidence):
+    """The default; the learned focus rate breaks depth ties inside each queue."""
+    def policy(st, cands):
+        _, best, _ = st.focus_rates()
+        return {u: (_default_queue(st, u, confidence), st.depth[u], -best.get(u, 0.0)) for u in cands}
+    return policy
+
+
+def dead_directories_inlinks(confidence):
+    """The default; more known in-links first among URLs of equal depth in each queue."""
+    def policy(st, cands):
+        return {u: (_default_queue(st, u, confidence), st.depth[u], -len(st.inlinks.get(u, ())))
+                for u in cands}
+    return policy
+
+
+def sibling_yield(st):
+    """Per unfetched URL, the best yield of a page linking to it: the share of that page's
+    fetched out-links that were hubs (hot, or linking to a hot-queue URL by topic word),
+    smoothed (LEARN_PRIOR pseudo-links) towards the share of hubs among parsed pages, which
+    it also returns. A page that keeps leading to hubs (a people list whose pages link to
+    course pages) ranks its other links higher."""
+    def compute():
+        hubs = {u for u, p in st.parsed.items()
+                if p["hot"] or any(d in st.hot_link for d, _, _ in p["links"])}
+        p0 = len(hubs) / max(1, len(st.parsed))
+        best = {}
+        for s, links in st.out.items():
+            fetched = [d for d in links if d in st.fetched]
+            rate = (sum(d in hubs for d in fetched) + LEARN_PRIOR * p0) / (len(fetched) + LEARN_PRIOR)
+            for d in links:
+                if d not in st.fetched and rate > best.get(d, -1.0):
+                    best[d] = rate
+        return best, p0
+    return st.memo("sibling yield", compute)
+
+
+def dead_directories_sibling_queue(confidence):
+    """The default with a middle queue: URLs of the other queue whose sibling yield is above
+    the share of hubs among parsed pages come before the rest of it."""
+    def policy(st, cands):
+        best, p0 = sibling_yield(st)
+        return {u: (_default_queue(st, u, confidence) * (1 if best.get(u, 0.0) > p0 else 2), st.depth[u])
                 for u in cands}
     return policy
 
@@ -555,6 +611,9 @@ def policies(confidence):
         "hot-queue modified, focus tie-break": focus_tiebreak,
         "focus, hub-aware hit (m = 2)": focus_hub_hit(2),
         "hot queue, learned cut": learned_cut,
+        "default, focus tie-break": dead_directories_focus_tiebreak(confidence),
+        "default, in-link count tie-break": dead_directories_inlinks(confidence),
+        "default, sibling-yield queue": dead_directories_sibling_queue(confidence),
     }
 
 
