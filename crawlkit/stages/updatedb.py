@@ -279,7 +279,8 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     files instead of 2 at 10^6 rows, slower than the scan.) The source is checkpointed
     (``localCheckpoint``), so Delta need not materialize it again; the segment's side of
     every join with the crawldb is broadcast up to ``db.broadcast_rows`` rows, so the
-    crawldb is scanned rather than shuffled.
+    crawldb is scanned rather than shuffled; the one exception is the insert pass of the
+    MERGE, an outer join that keeps the source, which Spark will not broadcast.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
