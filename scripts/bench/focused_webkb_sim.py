@@ -463,13 +463,12 @@ def dead_directories(confidence):
     """crawlkit's default (focus.dead_link_confidence): a hot-queue URL joins the other queue
     when its directory is mostly dead (``_dead_dirs``)."""
     def policy(st, cands):
-        dead_dirs = _dead_dirs(st, confidence)
-        return {u: (0 if st.in_hot_queue(u) and directory(u) not in dead_dirs else 1, st.depth[u])
-                for u in cands}
+        return {u: (_default_queue(st, u, confidence), st.depth[u]) for u in cands}
     return policy
 
 
 def _default_queue(st, u, confidence):
+    """The default's queue of u: 0 hot, 1 the other."""
     return 0 if st.in_hot_queue(u) and directory(u) not in _dead_dirs(st, confidence) else 1
 
 
