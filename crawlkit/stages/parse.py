@@ -1,7 +1,8 @@
 """parse: text, title and outlinks (with extended link metadata) of the fetched pages.
 
 Runs crawlkit.parse.parse_document over Arrow batches of the segment's content. Outlinks are
-normalized and filtered here, on the executors, so updatedb only deduplicates and merges.
+normalized, filtered and unique per page here, on the executors, and content has one row per
+URL, so a segment's parse holds each (page, target) link once: updatedb relies on it.
 A page that cannot be parsed gets parse_status "failed" and its error; it never fails the job.
 """
 from __future__ import annotations
@@ -30,12 +31,16 @@ def _parse_batches(conf: dict):
                    normalizer=normalizer)
 
     def parse_row(row: dict) -> dict:
-        result = parse_document(row["url"], row["content"] or b"", row["content_type"],
+        # a page reached through redirects followed inline (fetcher.follow_redirects) was
+        # served from redirect_url: relative links resolve against it, as in a browser
+        served_from = row["redirect_url"] or row["url"]
+        result = parse_document(served_from, row["content"] or b"", row["content_type"],
                                 dict(row["headers"] or []), **options)
+        self_urls = {row["url"], served_from} if conf["parser.ignore_same_page_links"] else set()
         outlinks = []
         for link in result.get("outlinks") or []:
             url = link["url"]  # already normalized by the parser, with the [urls] rules
-            if url_filter.check(url) or (conf["parser.ignore_same_page_links"] and url == row["url"]):
+            if url_filter.check(url) or url in self_urls:
                 continue
             outlinks.append({"url": url, "anchor": link.get("anchor") or None,
                              "nofollow": bool(link.get("nofollow")),

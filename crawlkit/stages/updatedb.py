@@ -125,7 +125,13 @@ def updated_entries(crawldb: DataFrame, outcome: DataFrame, conf: Conf, now: dat
 
 
 def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: datetime) -> DataFrame:
-    """Links found in the segment: followable outlinks of parsed pages plus redirects."""
+    """Links found in the segment: followable outlinks of parsed pages plus redirects.
+
+    Each (src, dst) comes once without a shuffle: parse writes one row per URL with unique
+    outlinks, and drops the link from a page to the URL it was redirected to (a self-link)
+    that would repeat its redirect link. Only when self-links are kept
+    (``parser.ignore_same_page_links = false``) can the two meet; then a window keeps the
+    redirect link."""
     follow = parsed if conf["db.ignore_nofollow"] else parsed.filter(~F.col("nofollow"))
     cap = conf["db.max_outlinks_per_page"]
     outlinks = (follow.select("url", F.posexplode(F.slice("outlinks", 1, cap)).alias("pos", "link"))
@@ -142,8 +148,9 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
             F.create_map(F.lit("kind"), F.lit("redirect")).alias("meta"),
             F.lit(False).alias("nofollow"))
         links = links.unionByName(redirects)
-    first = Window.partitionBy("src", "dst").orderBy("pos")
-    links = links.withColumn("_n", F.row_number().over(first)).filter("_n = 1")
+        if not conf["parser.ignore_same_page_links"]:
+            first = Window.partitionBy("src", "dst").orderBy("pos")
+            links = links.withColumn("_n", F.row_number().over(first)).filter("_n = 1")
     return schemas.conform(links.select(
         "src", "dst", host_expr("src").alias("src_host"), host_expr("dst").alias("dst_host"),
         "anchor", "meta", "nofollow",
