@@ -10,9 +10,15 @@ results) into ``content_parts/`` of the segment
 (each file written under a temporary name, then renamed, so a killed task leaves no torn
 file). A rerun after a crash fetches only the URLs that have no result yet; the stage ends
 by assembling ``content/`` from the parts, one row per URL.
+
+A URL can be spilled twice only when its partition ran more than once (a retried task, a
+speculative copy, a resubmitted stage) or a rerun resumed earlier parts. A spill file's name
+holds the partition and a tag unique to the task's run, so a round where no partition ran
+twice skips the search for repeated URLs (a shuffle of every URL).
 """
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from datetime import datetime
@@ -30,6 +36,7 @@ from crawlkit.stages.generate import partition_by_host
 from crawlkit.status import FetchStatus
 
 PARTS = "content_parts"
+SPILL_NAME = re.compile(r"part-p(\d+)-([0-9a-f]{12})-\d+\.parquet")  # partition, run of the task
 
 
 def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
@@ -47,12 +54,13 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
         from pyarrow import fs as pafs
+        from pyspark import TaskContext
 
         from crawlkit.fetch import FetchStats, fetch_partition
 
         filesystem, folder = pafs.FileSystem.from_uri(parts_uri)
         filesystem.create_dir(folder, recursive=True)
-        task = uuid.uuid4().hex[:12]
+        task = f"p{TaskContext.get().partitionId():05d}-{uuid.uuid4().hex[:12]}"
         buffer: list[dict] = []
         written, chunk, last = 0, 0, time.monotonic()
         spill_rows, spill_seconds = conf["fetcher.spill_rows"], conf["fetcher.spill_seconds"]
@@ -95,11 +103,25 @@ def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: 
         return counts.agg(F.sum("rows")).first()[0] or 0
 
 
-def assemble(parts: DataFrame) -> DataFrame:
+def spilled_once(spark: SparkSession, parts_uri: str) -> bool:
+    """True when each partition's spill files come from one run of its task (see the module
+    docstring): then no URL of the parts can repeat. A file named otherwise says False."""
+    fs, path = storage.hadoop_fs(spark, parts_uri)
+    names = [status.getPath().getName() for status in fs.listStatus(path)] if fs.exists(path) else []
+    runs: dict[str, set[str]] = {}
+    for name in (n for n in names if n.startswith("part-")):
+        match = SPILL_NAME.fullmatch(name)
+        if match is None:
+            return False
+        runs.setdefault(match[1], set()).add(match[2])
+    return all(len(tags) == 1 for tags in runs.values())
+
+
+def assemble(parts: DataFrame, may_repeat: bool = True) -> DataFrame:
     """One content row per URL (a retried task may have spilled a URL twice: keep the first).
     Looking for a repeated URL reads the url column only; the window that removes repeats
     shuffles every page's content, so it runs only when there is one."""
-    if parts.groupBy("url").count().filter("count > 1").limit(1).count() == 0:
+    if not may_repeat or parts.groupBy("url").count().filter("count > 1").limit(1).count() == 0:
         return parts
     first = Window.partitionBy("url").orderBy("fetched_at")
     return parts.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
@@ -137,8 +159,8 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
     resumed = _parts(spark, parts_uri) is not None
     fetched_now = fetch_remaining(spark, fetchlist, conf, now, parts_uri)
-    tally = storage.write_segment_part(assemble(_parts(spark, parts_uri)), crawl_dir, segment,
-                                       "content", "content", *_tally())
+    content = assemble(_parts(spark, parts_uri), may_repeat=resumed or not spilled_once(spark, parts_uri))
+    tally = storage.write_segment_part(content, crawl_dir, segment, "content", "content", *_tally())
     counters = {"segment": segment, "pages": tally["pages"], "bytes": tally["bytes"] or 0,
                 "by_status": by_status(tally), "fetched_now": fetched_now, "resumed": resumed}
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)
