@@ -124,14 +124,24 @@ def updated_entries(crawldb: DataFrame, outcome: DataFrame, conf: Conf, now: dat
                           for name in schemas.columns("crawldb")])
 
 
-def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: datetime) -> DataFrame:
+def redirected_page() -> Column:
+    """A content row fetched through redirects followed inline: parsed, and with a redirect
+    link too."""
+    return (F.col("fetch_status") == FetchStatus.SUCCESS.value) & F.col("redirect_url").isNotNull()
+
+
+def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: datetime, *,
+                  redirected_pages: bool = True) -> DataFrame:
     """Links found in the segment: followable outlinks of parsed pages plus redirects.
 
-    Each (src, dst) comes once without a shuffle: parse writes one row per URL with unique
-    outlinks, and drops the link from a page to the URL it was redirected to (a self-link)
-    that would repeat its redirect link. Only when self-links are kept
-    (``parser.ignore_same_page_links = false``) can the two meet; then a window keeps the
-    redirect link."""
+    parse keeps a page's outlinks unique and content has one row per URL, so the one
+    (src, dst) that can repeat is a page's redirect link met by the same page's outlink to
+    that URL: only on a page reached through redirects followed inline (``redirected_page``).
+    Without such pages (``redirected_pages`` false: every segment under the default
+    ``fetcher.follow_redirects = 0``) the links are a projection with no shuffle; with them a
+    window on (src, dst) keeps the redirect link. (parse drops that outlink as a self-link
+    unless ``parser.ignore_same_page_links`` is off, but segments parsed before it did so
+    may hold one.)"""
     follow = parsed if conf["db.ignore_nofollow"] else parsed.filter(~F.col("nofollow"))
     cap = conf["db.max_outlinks_per_page"]
     outlinks = (follow.select("url", F.posexplode(F.slice("outlinks", 1, cap)).alias("pos", "link"))
@@ -148,7 +158,7 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
             F.create_map(F.lit("kind"), F.lit("redirect")).alias("meta"),
             F.lit(False).alias("nofollow"))
         links = links.unionByName(redirects)
-        if not conf["parser.ignore_same_page_links"]:
+        if redirected_pages:
             first = Window.partitionBy("src", "dst").orderBy("pos")
             links = links.withColumn("_n", F.row_number().over(first)).filter("_n = 1")
     return schemas.conform(links.select(
@@ -303,8 +313,11 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     table = storage.ensure_table(spark, db_path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     crawldb = table.toDF()
 
-    bound, segment_urls = conf["db.broadcast_rows"], content.count()
-    links = segment_links(content, parsed, conf, now).localCheckpoint(eager=True)
+    redirected = F.count(F.when(redirected_page(), 1)).alias("redirected")
+    sizes = content.agg(F.count(F.lit(1)).alias("urls"), redirected).first()
+    bound, segment_urls = conf["db.broadcast_rows"], sizes["urls"]
+    links = segment_links(content, parsed, conf, now, redirected_pages=sizes["redirected"] > 0) \
+        .localCheckpoint(eager=True)
     links_count = links.count()
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))

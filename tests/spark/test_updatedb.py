@@ -90,6 +90,26 @@ def _write_segment(spark, crawl_dir, segment, content, parsed):
     storage.write_segment_part(parsed, crawl_dir, segment, "parse", "parse")
 
 
+def test_a_page_reached_through_inline_redirects_gets_its_redirect_link_once(spark, tmp_path):
+    # a parse that kept the page's link to its final URL (self-links kept, or a segment
+    # parsed before parse dropped them): that link and the redirect link are one (src, dst)
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir)
+    table = storage.ensure_table(spark, storage.crawldb_path(crawl_dir), "crawldb")
+    seed = crawldb_rows(spark, [{"url": "http://a.test/dir", "host": "a.test", "depth": 0}], NOW)
+    table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
+    link = lambda url: {"url": url, "anchor": "a", "nofollow": False, "meta": {"kind": "a"}}
+    _write_segment(spark, crawl_dir, "s1",
+                   content_rows(spark, [{"url": "http://a.test/dir", "fetch_status": "success",
+                                         "redirect_url": "http://a.test/dir/"}]),
+                   parse_rows(spark, [{"url": "http://a.test/dir", "outlinks": [
+                       link("http://a.test/dir/"), link("http://a.test/dir/x")]}]))
+    assert run_updatedb(spark, conf, NOW, "s1")["links"] == 2
+    links = sorted((r.src, r.dst, dict(r.meta)["kind"]) for r in linkdb.read_current(spark, crawl_dir).collect())
+    assert links == [("http://a.test/dir", "http://a.test/dir/", "redirect"),
+                     ("http://a.test/dir", "http://a.test/dir/x", "a")]
+
+
 def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_path):
     crawl_dir = str(tmp_path / "crawl")
     conf = make_conf(crawl__dir=crawl_dir, db__max_outlinks_per_page=2)
