@@ -26,7 +26,6 @@ def test_a_url_spilled_twice_keeps_its_first_fetch_and_others_pass_unchanged(spa
         ("http://a.test/", b"first"), ("http://b.test/", b"b")]
 
 
-
 def test_spill_files_of_tasks_that_ran_once_skip_the_search_for_repeated_urls(spark, tmp_path):
     # URLs that fail before any request (no network): every row still gets a fetch status
     urls = [f"http://bad host{i}.test/" for i in range(3)]
