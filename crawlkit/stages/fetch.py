@@ -60,7 +60,7 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
 
         filesystem, folder = pafs.FileSystem.from_uri(parts_uri)
         filesystem.create_dir(folder, recursive=True)
-        task = f"p{TaskContext.get().partitionId():05d}-{uuid.uuid4().hex[:12]}"
+        task = f"p{TaskContext.get().partitionId():05d}-{uuid.uuid4().hex[:12]}"  # see SPILL_NAME
         buffer: list[dict] = []
         written, chunk, last = 0, 0, time.monotonic()
         spill_rows, spill_seconds = conf["fetcher.spill_rows"], conf["fetcher.spill_seconds"]
@@ -119,8 +119,9 @@ def spilled_once(spark: SparkSession, parts_uri: str) -> bool:
 
 def assemble(parts: DataFrame, may_repeat: bool = True) -> DataFrame:
     """One content row per URL (a retried task may have spilled a URL twice: keep the first).
-    Looking for a repeated URL reads the url column only; the window that removes repeats
-    shuffles every page's content, so it runs only when there is one."""
+    With ``may_repeat`` false (no partition ran twice: :func:`spilled_once`) the parts pass
+    as they are. Otherwise looking for a repeated URL reads the url column only; the window
+    that removes repeats shuffles every page's content, so it runs only when there is one."""
     if not may_repeat or parts.groupBy("url").count().filter("count > 1").limit(1).count() == 0:
         return parts
     first = Window.partitionBy("url").orderBy("fetched_at")
