@@ -85,9 +85,37 @@ def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
     return dict(zip(nodes, x))
 
 
+def power_iterates(nodes, edges, damping=0.85, steps=1, teleport=None, start=None):
+    """x_0 .. x_steps of the plain power iteration (dangling pages follow the teleport
+    vector); ``start`` (url -> rank) is a warm start renormalized to N_known / N, the other
+    pages at 1/N, as the engines take it."""
+    n = len(nodes)
+    m, out = link_matrix(nodes, edges)
+    v = np.full(n, 1.0 / n)
+    if teleport:
+        v = np.array([teleport.get(u, 0.0) for u in nodes], dtype=float)
+        v /= v.sum()
+    dangling = np.array([u not in out for u in nodes])
+    x = np.full(n, 1.0 / n)
+    if start:
+        known = np.array([u in start for u in nodes])
+        given = np.array([start.get(u, 0.0) for u in nodes])
+        x[known] = given[known] / given[known].sum() * (known.sum() / n)
+    xs = [x]
+    for _ in range(steps):
+        x = damping * (m @ x + x[dangling].sum() * v) + (1 - damping) * v
+        xs.append(x)
+    return [dict(zip(nodes, it)) for it in xs]
+
+
 @pytest.fixture
 def ref_pagerank():
     return reference_pagerank
+
+
+@pytest.fixture
+def ref_power_iterates():
+    return power_iterates
 
 
 @pytest.fixture

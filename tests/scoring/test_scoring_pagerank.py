@@ -85,6 +85,65 @@ def test_distributed_copartitioned_layout_matches_exact_solution(spark, graph, r
     assert l1(as_dict(result.ranks), ref_pagerank(PAGES, CLEAN, damping=0.5)) < 1e-9
 
 
+# The distributed engine iterates over the pages with out-links only and computes the
+# dangling pages' ranks once at the end (pagerank._Lumped): its iterates must still be the
+# power iteration's, and its stopping test must not stop before the power iteration would.
+@pytest.mark.parametrize("steps,teleport,start", [
+    (1, None, None), (2, None, None), (7, None, None),
+    # e is dangling and in the teleport vector; the start knows a-e only
+    (3, {D: 1.0, E: 2.0}, {A: 0.3, B: 0.1, C: 0.4, D: 0.05, E: 0.15})])
+def test_distributed_iterates_are_the_power_iterations(spark, graph, ref_power_iterates,
+                                                       steps, teleport, start):
+    nodes, edges = graph
+    kwargs = {}
+    if teleport:
+        kwargs["personalization"] = spark.createDataFrame(list(teleport.items()), "url string, weight double")
+    if start:
+        kwargs["start"] = spark.createDataFrame(list(start.items()), "url string, rank double")
+    result = pagerank(spark, nodes, edges, damping=0.85, tol=0.0, max_iter=steps,
+                      engine="distributed", **kwargs)
+    expected = ref_power_iterates(PAGES, CLEAN, 0.85, steps, teleport=teleport, start=start)[-1]
+    assert result.iterations == steps
+    assert l1(as_dict(result.ranks), expected) < 1e-12
+
+
+def test_distributed_stops_where_the_power_iteration_does(spark, graph, ref_power_iterates):
+    nodes, edges = graph
+    tol = 1e-4
+    result = pagerank(spark, nodes, edges, damping=0.85, tol=tol, max_iter=300, engine="distributed")
+    xs = ref_power_iterates(PAGES, CLEAN, 0.85, 300)
+    changes = [l1(xs[k], xs[k - 1]) for k in range(1, len(xs))]
+    first = next(k for k, change in enumerate(changes, start=1) if change < tol)
+    assert result.iterations == first
+    # the reported change bounds the true one (the dangling pages' part is not in the loop)
+    assert changes[first - 1] <= result.delta < tol
+
+
+def test_distributed_without_dangling_pages_reports_the_exact_change(spark, make_links,
+                                                                     ref_power_iterates, ref_pagerank):
+    pages = [A, B, C, D]
+    links = [(A, B), (B, C), (C, A), (C, D), (D, A)]
+    edges = make_links(links).select("src", "dst")
+    nodes = spark.createDataFrame([(u,) for u in pages], "url string")
+    result = pagerank(spark, nodes, edges, damping=0.85, tol=0.0, max_iter=4, engine="distributed")
+    xs = ref_power_iterates(pages, links, 0.85, 4)
+    assert result.delta == pytest.approx(l1(xs[4], xs[3]), rel=1e-9)
+    # From the exact answer it stops after one iteration (no bound to wait for).
+    exact = ref_pagerank(pages, links)
+    start = spark.createDataFrame([(u, float(r)) for u, r in exact.items()], "url string, rank double")
+    warm = pagerank(spark, nodes, edges, damping=0.85, tol=1e-12, max_iter=50,
+                    engine="distributed", start=start)
+    assert warm.iterations == 1 and l1(as_dict(warm.ranks), exact) < 1e-12
+
+
+def test_distributed_with_no_links_gives_the_teleport_vector(spark, make_links):
+    nodes = spark.createDataFrame([(A,), (B,), (C,)], "url string")
+    edges = make_links([]).select("src", "dst")
+    result = pagerank(spark, nodes, edges, damping=0.85, tol=1e-12, max_iter=50, engine="distributed")
+    assert as_dict(result.ranks) == pytest.approx({A: 1 / 3, B: 1 / 3, C: 1 / 3}, abs=1e-15)
+    assert result.iterations == 2   # the first iteration's change is not bounded
+
+
 def test_reference_agrees_with_networkx(ref_pagerank):
     g = nx.DiGraph()
     g.add_nodes_from(PAGES)
