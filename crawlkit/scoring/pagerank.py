@@ -398,11 +398,11 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
     (``DataFrame.observe``) while the new ranks are written: no job of their own. The
     teleport scalar that follows from that mass enters the next iteration as a broadcast
     one-row table, not a literal (see :func:`_scalar`). So an iteration is one job, plus
-    the broadcasts of the ranks and of the scalar. The rank vector is local-checkpointed every iteration (see
-    :class:`_Checkpoints`), reliably every ``checkpoint_every``, so 100 iterations run in
-    bounded memory and constant plan size. Adaptive execution is off while the loop runs:
-    re-planning every small job costs more than it saves on a fixed plan, and coalescing
-    shuffle partitions would break the partitioning the loop relies on.
+    the broadcasts of the ranks and of the scalar. The rank vector is local-checkpointed
+    every iteration (see :class:`_Checkpoints`), reliably every ``checkpoint_every``, so
+    100 iterations run in bounded memory and constant plan size. Adaptive execution is off
+    while the loop runs: re-planning every small job costs more than it saves on a fixed
+    plan, and coalescing shuffle partitions would break the partitioning the loop relies on.
     """
     key = "spark.sql.adaptive.enabled"
     saved = spark.conf.get(key, None)
@@ -419,7 +419,8 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
             spark.conf.set(key, saved)
 
 
-def _integer_graph(nodes: DataFrame, edges: DataFrame) -> tuple[DataFrame, DataFrame, int]:
+def _integer_graph(nodes: DataFrame, edges: DataFrame,
+                   parts: int) -> tuple[DataFrame, DataFrame, int]:
     """Pages (url, id), links (s, t) as integer ids, and the page count.
 
     The id is the URL's xxhash64, so the links become integers by a projection: no join of
@@ -429,7 +430,7 @@ def _integer_graph(nodes: DataFrame, edges: DataFrame) -> tuple[DataFrame, DataF
     checkpoint) and joined to the links by URL.
     """
     ids = (node_set(nodes, edges).select("url", _h1("url").alias("id"))
-           .repartition(int(nodes.sparkSession.conf.get("spark.sql.shuffle.partitions")), "id")
+           .repartition(parts, "id")
            .localCheckpoint(eager=True))   # by id, as the rank vector: joined to it once
     n = ids.count()
     if ids.select("id").distinct().count() == n:
@@ -449,7 +450,7 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
                  start: DataFrame | None, checkpoint_every: int,
                  broadcast_max_pages: int) -> PageRankResult:
     parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    ids, pairs, n = _integer_graph(nodes, edges)
+    ids, pairs, n = _integer_graph(nodes, edges, parts)
     if n == 0:
         return PageRankResult(_empty_ranks(spark), 0, 0.0, "distributed")
     outdeg = pairs.groupBy("s").agg(F.count(F.lit(1)).alias("deg"))
@@ -467,11 +468,12 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
                      F.col("live").isNotNull().alias("live"))
              .repartition(parts, "dst" if broadcast else "src").cache())
     links.count()
-    to_dangling = (links.filter(~F.col("live")).groupBy("src").agg(F.sum("w").alias("a"))
-                   .select(F.col("src").alias("id"), "a"))
+    # Per source, from the cached links: the out-degree and a, the share of its vote that
+    # goes to dangling pages (null when none does).
+    sources = links.groupBy(F.col("src").alias("id")).agg(
+        F.count(F.lit(1)).alias("deg"), F.sum(F.when(~F.col("live"), F.col("w"))).alias("a"))
 
-    state = (ids.join(outdeg.select(F.col("s").alias("id"), "deg"), on="id", how="left")
-             .join(to_dangling, on="id", how="left"))
+    state = ids.join(sources, on="id", how="left")
     v_col = F.lit(1.0 / n)
     if personalization is not None:
         pw = personalization.groupBy("url").agg(F.sum("weight").alias("pw"))
@@ -537,7 +539,7 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
     else:
         final = ranks.select("id", "rank")
         if lumped.any_dangling:
-            final = final.union(_dangling_ranks(pages, links, ranks, damping, lumped.last_base,
+            final = final.union(_dangling_ranks(pages, links, ranks, damping, lumped.before,
                                                  broadcast))
     out = (final.join(ids, on="id", how="inner").select("url", "rank")
            .localCheckpoint(eager=True))
@@ -577,10 +579,9 @@ class _Lumped:
                  ax: float):
         self.d, self.any_dangling, self.v_dangling = damping, any_dangling, v_dangling
         self.base = damping * lost + 1.0 - damping   # base_{k-1} for the next iteration k
-        self.last_base = self.base
         self.ax = ax                                 # sum_q a_q x_{k-1}(q)
         self.a_change: float | None = None           # sum_q a_q |x_{k-1}(q) - x_{k-2}(q)|
-        self.before: float | None = None             # base_{k-2}
+        self.before: float | None = None             # base_{k-2}; after step k, base_{k-1}
 
     def step(self, change: float, a_change: float, ax: float) -> float:
         """After iteration k: the bound on its L1 change; moves base on to base_k."""
@@ -592,7 +593,7 @@ class _Lumped:
             bound = (change + abs(self.base - self.before) * self.v_dangling
                      + self.d * self.a_change)
         lost = self.base * self.v_dangling + self.d * self.ax
-        self.before, self.last_base = self.base, self.base
+        self.before = self.base
         self.base = self.d * lost + 1.0 - self.d
         self.ax, self.a_change = ax, a_change
         return bound

@@ -71,16 +71,21 @@ def leaky_pagerank(nodes, edges, damping=0.85):
     return dict(zip(nodes, x))
 
 
-def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
-    """Exact PageRank by a dense linear solve (dangling pages follow the teleport vector)."""
-    n = len(nodes)
+def pagerank_parts(nodes, edges, teleport=None):
+    """(M, v, dangling): the link matrix, the teleport vector (uniform, or ``teleport``
+    normalized) and the mask of pages without out-links."""
     m, out = link_matrix(nodes, edges)
-    v = np.full(n, 1.0 / n)
+    v = np.full(len(nodes), 1.0 / len(nodes))
     if teleport:
         v = np.array([teleport.get(u, 0.0) for u in nodes], dtype=float)
         v /= v.sum()
-    dangling = np.array([u not in out for u in nodes], dtype=float)
-    a = np.eye(n) - damping * (m + np.outer(v, dangling))
+    return m, v, np.array([u not in out for u in nodes])
+
+
+def reference_pagerank(nodes, edges, damping=0.85, teleport=None):
+    """Exact PageRank by a dense linear solve (dangling pages follow the teleport vector)."""
+    m, v, dangling = pagerank_parts(nodes, edges, teleport)
+    a = np.eye(len(nodes)) - damping * (m + np.outer(v, dangling.astype(float)))
     x = np.linalg.solve(a, (1 - damping) * v)
     return dict(zip(nodes, x))
 
@@ -90,12 +95,7 @@ def power_iterates(nodes, edges, damping=0.85, steps=1, teleport=None, start=Non
     vector); ``start`` (url -> rank) is a warm start renormalized to N_known / N, the other
     pages at 1/N, as the engines take it."""
     n = len(nodes)
-    m, out = link_matrix(nodes, edges)
-    v = np.full(n, 1.0 / n)
-    if teleport:
-        v = np.array([teleport.get(u, 0.0) for u in nodes], dtype=float)
-        v /= v.sum()
-    dangling = np.array([u not in out for u in nodes])
+    m, v, dangling = pagerank_parts(nodes, edges, teleport)
     x = np.full(n, 1.0 / n)
     if start:
         known = np.array([u in start for u in nodes])
