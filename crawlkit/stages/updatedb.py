@@ -255,6 +255,17 @@ def segment_state(crawldb: DataFrame, segment_urls: DataFrame, rows: int, bound:
     return _probe(state, segment_urls, rows, bound)
 
 
+def locked_by(segment: str, alias: str | None = None) -> Column:
+    """Rows that generate locked into ``segment``.
+
+    Generate's lock is a MERGE, and with deletion vectors a MERGE writes the rows it updates
+    to new files: a segment's rows end up together in a few files whose statistics say
+    ``generated_segment`` = that segment. A read or a MERGE with this predicate therefore
+    opens those files only (Delta's data skipping), so updatedb's reads of the segment's rows
+    cost O(segment), not O(crawldb)."""
+    return F.col(f"{alias}.generated_segment" if alias else "generated_segment") == F.lit(segment)
+
+
 def status_counts(state: DataFrame, outcome: DataFrame, conf: Conf, now: datetime) -> dict[str, int]:
     """URLs of the segment by the status updatedb gives them (by ``transitioned_columns``)."""
     status = transitioned_columns(_prefixed("db."), _prefixed("o."), conf, now)["status"]
@@ -291,7 +302,10 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     outcome, and the MERGE applies ``transitioned_columns`` to the row it matches. Before it,
     two narrow scans: five columns of the segment URLs' rows (their depth, for their links'
     targets, and what their new status follows from, for the counters), and the URL column
-    against the links' targets, so that the source holds only targets that are new. (Left
+    against the links' targets, so that the source holds only targets that are new. While
+    generate's lock holds all the segment's rows, the first scan and the MERGE's search for
+    the rows it updates read only the files holding them (``locked_by``); the target probe
+    reads the URL column of the whole crawldb, as finding out that a URL is new must. (Left
     to the MERGE, the known targets would make it rewrite every file that holds one: 6
     files instead of 2 at 10^6 rows, slower than the scan.) The source is checkpointed
     (``localCheckpoint``), so Delta need not materialize it again; the segment's side of
@@ -324,14 +338,24 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     link_changes = linkdb.append_segment(spark, link_path, links, links_count, refreshed, now, f"linkdb:{segment}")
 
     outcome = outcomes(content, parsed)
-    state = segment_state(crawldb, content.select("url"), segment_urls, bound).localCheckpoint(eager=True)
+    # The segment's rows, read from its own files when generate's lock still holds every one
+    # of them (the usual case); else (a lock expired and taken by a later segment, a URL no
+    # longer there) from the whole crawldb, as the MERGE then must.
+    state = segment_state(crawldb.filter(locked_by(segment)), content.select("url"), segment_urls,
+                          bound).localCheckpoint(eager=True)
+    all_locked = state.count() == segment_urls
+    if not all_locked:
+        state = segment_state(crawldb, content.select("url"), segment_urls, bound).localCheckpoint(eager=True)
     counts = status_counts(state, outcome, conf, now)
     targets = _unknown(link_targets(links, state, content.select("url")), crawldb, links_count, bound)
     source = merge_source(outcome, _entries(targets, crawldb, conf, now)).localCheckpoint(eager=True)
     rows = source.count()
     crawldb_columns = schemas.columns("crawldb")
     with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
-        merged = (table.alias("db").merge(small(source, rows, bound).alias("s"), "db.url = s.url")
+        condition = F.col("db.url") == F.col("s.url")
+        if all_locked:
+            condition = condition & locked_by(segment, "db")
+        merged = (table.alias("db").merge(small(source, rows, bound).alias("s"), condition)
                   .whenMatchedUpdate(condition="NOT s._new",
                                      set=transitioned_columns(_prefixed("db."), _prefixed("s.o_"), conf, now))
                   .whenNotMatchedInsert(condition="s._new",

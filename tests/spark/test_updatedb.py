@@ -1,6 +1,7 @@
 """updatedb: the transition table applied by Spark, schedules, new URLs and link replacement."""
 from datetime import datetime, timedelta
 
+import pytest
 from pyspark.sql import functions as F
 
 from crawlkit import linkdb, schemas, storage
@@ -160,8 +161,6 @@ def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_
 
 
 def test_an_abandoned_segment_is_refused_and_the_crawldb_stays_as_it_was(spark, tmp_path):
-    import pytest
-
     from crawlkit.resume import SegmentStateError
     crawl_dir = str(tmp_path / "crawl")
     conf = make_conf(crawl__dir=crawl_dir)
@@ -185,14 +184,18 @@ def _sortable(df):
                       for c, t in df.dtypes])
 
 
-def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(spark, tmp_path):
+@pytest.mark.parametrize("locks", ["none, and a stray URL", "all", "one taken by a later segment"])
+def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(spark, tmp_path, locks):
     """run_updatedb applies ``transitioned_columns`` inside its MERGE and lets the MERGE find the new
     link targets; the crawldb it leaves equals the old rows not in the segment, plus
     ``updated_entries`` (a join and a select) and ``new_urls`` (probes of the crawldb)
     computed from the crawldb before. Outcomes cover every transition with metadata, a
     signature, a redirect and a retry past the maximum; links go to segment URLs, known URLs
-    and new ones, from sources at different depths; one URL of the segment is not in the
-    crawldb."""
+    and new ones, from sources at different depths. ``locks``: generate's lock on the
+    segment's rows, which lets updatedb read only the segment's files when it holds for
+    every row (``all``); else it reads the whole crawldb: rows never locked and a segment
+    URL not in the crawldb (as a segment of hand-made rows), or one lock taken over by a
+    later segment after it expired (that row is updated and its lock released all the same)."""
     from chispa import assert_df_equality
 
     from crawlkit.stages.updatedb import new_urls, segment_links
@@ -200,15 +203,23 @@ def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(
     conf = make_conf(crawl__dir=crawl_dir, db__retry_max=1)
     path = storage.crawldb_path(crawl_dir)
     table = storage.ensure_table(spark, path, "crawldb")
+    lock = {"none, and a stray URL": lambda i: None, "all": lambda i: "s1",
+            "one taken by a later segment": lambda i: "s2" if i == 3 else "s1"}[locks]
     old = [{"url": f"http://h{i}.test/", "host": f"h{i}.test", "status": status, "retries": retries,
             "depth": i % 3, "signature": "S" if i % 2 else None, "etag": "e-old",
-            "metadata": {"last_error": "boom", "keep": "me"} if i % 4 == 0 else {}}
+            "metadata": {"last_error": "boom", "keep": "me"} if i % 4 == 0 else {},
+            "generated_segment": lock(i), "generate_time": NOW if lock(i) else None}
            for i, (status, retries) in enumerate([(s.value, r) for s in OLD for r in (0, 1)])]
     old.append({"url": "http://other.test/known", "host": "other.test", "depth": 5})
     seed = crawldb_rows(spark, old, NOW)
     table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
     before = storage.read_table(spark, path, "crawldb").localCheckpoint()
 
+    link = lambda url: {"url": url, "anchor": url[-1], "nofollow": False, "meta": {}}  # noqa: E731
+    stray = locks.endswith("stray URL")
+    stray_content = [{"url": "http://stray.test/", "fetch_status": "success"}] if stray else []
+    stray_parse = [{"url": "http://stray.test/", "signature": "U",
+                    "outlinks": [link("http://new.test/d")]}] if stray else []
     statuses = [FetchStatus.SUCCESS, FetchStatus.NOT_FOUND, FetchStatus.RETRY, FetchStatus.REDIRECT_PERM,
                 FetchStatus.SUCCESS, FetchStatus.RETRY]
     content = content_rows(spark, [
@@ -217,14 +228,13 @@ def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(
          "redirect_url": "http://h9.test/moved" if fs is FetchStatus.REDIRECT_PERM else None,
          "retry_after": 60 if fs is FetchStatus.RETRY else None,
          "error": "refused" if fs is FetchStatus.RETRY else None}
-        for i, fs in enumerate(statuses)] + [{"url": "http://stray.test/", "fetch_status": "success"}])
-    link = lambda url: {"url": url, "anchor": url[-1], "nofollow": False, "meta": {}}  # noqa: E731
+        for i, fs in enumerate(statuses)] + stray_content)
     parsed = parse_rows(spark, [
         {"url": "http://h0.test/", "signature": "S", "outlinks": [
             link("http://h1.test/"), link("http://other.test/known"), link("http://new.test/a"),
             link("http://new.test/b")]},
         {"url": "http://h4.test/", "signature": "T", "outlinks": [link("http://new.test/a"), link("http://new.test/c")]},
-        {"url": "http://stray.test/", "signature": "U", "outlinks": [link("http://new.test/d")]}])
+        *stray_parse])
     _write_segment(spark, crawl_dir, "s1", content, parsed)
 
     expected_updates = updated_entries(before, outcomes(content, parsed), conf, NOW)
@@ -235,7 +245,47 @@ def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(
     counters = run_updatedb(spark, conf, NOW, "s1")
     got = storage.read_table(spark, path, "crawldb")
     assert_df_equality(_sortable(got), _sortable(expected), ignore_row_order=True, ignore_nullable=True)
-    assert counters["new_urls"] == expected_new.count() == 5      # moved, a, b, c, d
+    assert counters["new_urls"] == expected_new.count() == (5 if stray else 4)   # moved, a, b, c (, d)
     assert counters["by_status"] == {r["status"]: r["count"] for r in
                                      expected_updates.groupBy("status").count().collect()}
     assert {r.url: r.depth for r in expected_new.collect()}["http://new.test/a"] == 1
+
+
+def test_updatedb_opens_only_the_files_generate_wrote_the_segment_to(spark, tmp_path):
+    """Generate's lock MERGE writes the segment's rows to new files (deletion vectors mark
+    the old copies). updatedb finds them by ``generated_segment``, so Delta's data skipping
+    keeps it away from every other file of the crawldb: here those files are moved away
+    while it runs, and the update is complete all the same. (The segment's pages have no
+    outlinks: finding out that a link target is new must read the URL column of every file.)"""
+    import glob
+    import shutil
+
+    from crawlkit.stages.generate import run_generate
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir, crawl__topN=3, generate__policy="score")
+    path = storage.crawldb_path(crawl_dir)
+    storage.ensure_table(spark, path, "crawldb")
+    seed = crawldb_rows(spark, [{"url": f"http://h{i}.test/", "host": f"h{i}.test", "score": float(i)}
+                                for i in range(12)], NOW)
+    seed.write.format("delta").mode("append").save(path)
+    before_generate = set(glob.glob(f"{path}/*.parquet"))
+    assert run_generate(spark, conf, NOW, "s1")["generated"] == 3
+    fetched = [r.url for r in storage.read_segment_part(spark, crawl_dir, "s1", "fetchlist", "fetchlist").collect()]
+    _write_segment(spark, crawl_dir, "s1",
+                   content_rows(spark, [{"url": u, "fetch_status": "success"} for u in fetched]),
+                   parse_rows(spark, [{"url": u, "signature": "S"} for u in fetched]))
+
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    for name in before_generate:
+        shutil.move(name, aside)
+    try:
+        counters = run_updatedb(spark, conf, NOW, "s1")
+    finally:
+        for name in glob.glob(f"{aside}/*"):
+            shutil.move(name, path)
+    assert counters["by_status"] == {"fetched": 3}
+    rows = {r.url: (r.status, r.generated_segment) for r in storage.read_table(spark, path, "crawldb").collect()}
+    assert set(fetched) == {"http://h9.test/", "http://h10.test/", "http://h11.test/"}   # the best scores
+    assert {u for u, (status, _) in rows.items() if status == "fetched"} == set(fetched)
+    assert all(lock is None for _, lock in rows.values()) and len(rows) == 12
