@@ -22,17 +22,17 @@ from pyspark.sql import functions as F
 
 from crawlkit.scoring.base import BaseScorer, ScoringContext, register
 from crawlkit.scoring.links import prepare_links
-from crawlkit.scoring.pagerank import _arrow, node_set
+from crawlkit.scoring.pagerank.common import node_set, to_arrow
 
 
 def hits(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, tol: float = 1e-9,
          max_iter: int = 100) -> tuple[DataFrame, int]:
     """(url, hub, authority) for every node and link endpoint, and the iterations run."""
-    urls = _arrow(node_set(nodes, edges)).column("url").combine_chunks()
+    urls = to_arrow(node_set(nodes, edges)).column("url").combine_chunks()
     n = len(urls)
     if n == 0:
         return spark.createDataFrame([], "url string, hub double, authority double"), 0
-    e = _arrow(edges.select("src", "dst"))
+    e = to_arrow(edges.select("src", "dst"))
     src = pc.index_in(e.column("src"), value_set=urls).to_numpy(zero_copy_only=False)
     dst = pc.index_in(e.column("dst"), value_set=urls).to_numpy(zero_copy_only=False)
     adj = sp.csr_matrix((np.ones(len(src)), (src.astype(np.int64), dst.astype(np.int64))),

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from crawlkit.conf import make_conf  # noqa: E402
 from crawlkit.scoring import VIRTUAL_URL, ScoringContext, get_scorer  # noqa: E402
-from crawlkit.scoring.pagerank import power_iteration, transition_matrix  # noqa: E402
+from crawlkit.scoring.pagerank.driver import power_iteration, transition_matrix  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
 
 

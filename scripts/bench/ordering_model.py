@@ -11,7 +11,7 @@ the web fetched; their out-links become known. Scores are those of the scorers:
 * ``depth``     1 / (1 + link depth from the seed)                 (``crawlkit/scoring/depth.py``)
 * ``backlinks`` distinct fetched pages linking to the page, IB'     (``backlinks.py``)
 * ``pagerank``  PageRank (d = 0.85, dangling mass spread uniformly) of the crawled graph:
-  fetched pages' links over every known page, IR'                   (``pagerank.py``)
+  fetched pages' links over every known page, IR'                   (``pagerank/``)
 * ``random``    a random score each round
 * ``interleave`` crawlkit's default (``generate.policy = "interleave"``): the PageRank and
   the backlinks lists take turns                                    (``stages/interleave.py``)

@@ -37,7 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from pyspark.sql import functions as F  # noqa: E402
 
 from crawlkit.conf import make_conf  # noqa: E402
-from crawlkit.scoring.pagerank import pagerank, power_iteration, transition_matrix  # noqa: E402
+from crawlkit.scoring.pagerank import pagerank  # noqa: E402
+from crawlkit.scoring.pagerank.driver import power_iteration, transition_matrix  # noqa: E402
 from crawlkit.spark import get_spark, has_graphframes, has_graphx_bridge  # noqa: E402
 
 DEFAULT_LINKS = "/work/shared/data/notredame/links.tsv.gz"
@@ -240,7 +241,7 @@ def main(argv=None) -> int:
         prof.disable()
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(
-            r"crawlkit/scoring/pagerank.py|toArrow|createDataFrame|dataframe.py.*\(count\)|factorize|take|csr_matvec")
+            r"crawlkit/scoring/pagerank/|toArrow|createDataFrame|dataframe.py.*\(count\)|factorize|take|csr_matvec")
         profile = buf.getvalue()
         print(profile, flush=True)
 

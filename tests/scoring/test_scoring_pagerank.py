@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from crawlkit.conf import make_conf
 from crawlkit.scoring.links import prepare_links
 from crawlkit.scoring import pagerank as pagerank_module
+from crawlkit.scoring.pagerank import driver as driver_module
 from crawlkit.scoring.pagerank import graphx_raw, host_pagerank, pagerank
 from crawlkit.spark import has_graphframes, has_graphx_bridge
 
@@ -203,7 +204,7 @@ def test_driver_falls_back_to_strings_when_two_urls_share_an_id(spark, graph, re
                                                                 monkeypatch):
     # Page ids are xxhash64 of the URL; force clashes (two ids for eight pages) to check
     # that the Murmur3 check catches them and the URL-string path still gives the answer.
-    monkeypatch.setattr(pagerank_module, "_h1", lambda col: F.xxhash64(F.col(col)) % 2)
+    monkeypatch.setattr(driver_module, "page_id", lambda col: F.xxhash64(F.col(col)) % 2)
     nodes, edges = graph
     result = pagerank(spark, nodes, edges, tol=1e-12, max_iter=300, engine="driver")
     assert l1(as_dict(result.ranks), ref_pagerank(PAGES, CLEAN)) < 1e-9

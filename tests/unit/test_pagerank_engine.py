@@ -4,7 +4,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from crawlkit.scoring.pagerank import _pick_engine, _take_sorted
+from crawlkit.scoring.pagerank import _pick_engine
+from crawlkit.scoring.pagerank.driver import _take_sorted
 
 
 class Edges:
