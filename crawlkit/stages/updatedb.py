@@ -218,8 +218,13 @@ def _probe(crawldb: DataFrame, urls: DataFrame, rows: int | None, bound: int) ->
 
 
 def _unknown(targets: DataFrame, crawldb: DataFrame, rows: int | None, bound: int) -> DataFrame:
-    """``targets`` whose URL is not in the crawldb."""
+    """``targets`` whose URL is not in the crawldb: the crawldb's URL column semi-joined with
+    the targets, then the targets without the known ones. The known URLs are at most
+    ``rows`` (a bound on the targets), so they are broadcast as the targets are, and
+    neither side of the second join is shuffled."""
     known = _probe(crawldb.select("url"), targets.select("url"), rows, bound)
+    if rows is not None:
+        known = small(known, rows, bound)
     return targets.join(known, on="url", how="left_anti")
 
 
@@ -347,7 +352,9 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     if not all_locked:
         state = segment_state(crawldb, content.select("url"), segment_urls, bound).localCheckpoint(eager=True)
     counts = status_counts(state, outcome, conf, now)
-    targets = _unknown(link_targets(links, state, content.select("url")), crawldb, links_count, bound)
+    # the targets feed the probe, the join with what it finds and the new rows: computed once
+    targets = link_targets(links, state, content.select("url")).localCheckpoint(eager=True)
+    targets = _unknown(targets, crawldb, targets.count(), bound)
     source = merge_source(outcome, _entries(targets, crawldb, conf, now)).localCheckpoint(eager=True)
     rows = source.count()
     crawldb_columns = schemas.columns("crawldb")

@@ -289,3 +289,22 @@ def test_updatedb_opens_only_the_files_generate_wrote_the_segment_to(spark, tmp_
     assert set(fetched) == {"http://h9.test/", "http://h10.test/", "http://h11.test/"}   # the best scores
     assert {u for u, (status, _) in rows.items() if status == "fetched"} == set(fetched)
     assert all(lock is None for _, lock in rows.values()) and len(rows) == 12
+
+
+def test_finding_the_new_link_targets_shuffles_neither_the_crawldb_nor_the_targets(spark):
+    """Within ``db.broadcast_rows``, the URL-column probe and the join that drops the known
+    targets are broadcast hash joins: the crawldb is scanned once and never shuffled, and
+    the targets (up to 5x10^5 links' worth) are not shuffled to meet what the probe found."""
+    from crawlkit.stages.updatedb import _unknown
+    # checkpointed: no size estimates, as for a big table, so Spark broadcasts only on a hint
+    crawldb = crawldb_rows(spark, [{"url": f"http://h{i}.test/", "host": f"h{i}.test"}
+                                   for i in range(4)], NOW).localCheckpoint()
+    targets = spark.createDataFrame([("http://h1.test/", 1), ("http://new.test/", 2)],
+                                    "url string, depth int").localCheckpoint()
+    unknown = _unknown(targets, crawldb, rows=2, bound=10)
+    plan = unknown._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange hashpartitioning" not in plan and "SortMergeJoin" not in plan, plan
+    assert plan.count("BroadcastHashJoin") == 2, plan
+    assert [(r.url, r.depth) for r in unknown.collect()] == [("http://new.test/", 2)]
+    # above the bound the joins shuffle (the same answer)
+    assert [r.url for r in _unknown(targets, crawldb, rows=2, bound=1).collect()] == ["http://new.test/"]
