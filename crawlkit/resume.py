@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.job import round_scorers
+from crawlkit.stages.generate import locked_by
 
 ABANDONED = "abandoned"     # segments/<seg>/_stats/abandoned.json marks an abandoned segment
 
@@ -126,7 +127,7 @@ def abandon_segment(spark: SparkSession, conf: Conf, segment: str, now: datetime
     if locked:
         with storage.commit_tag(spark, f"abandon:{segment}"):
             storage.ensure_table(spark, db_path, "crawldb").update(
-                condition=F.col("generated_segment") == F.lit(segment),
+                condition=locked_by(segment),
                 set={"generated_segment": F.lit(None).cast("string"),
                      "generate_time": F.lit(None).cast("timestamp")})
     counters = {"segment": segment, "released": locked, "at": now.isoformat()}

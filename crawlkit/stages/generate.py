@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from crawlkit import schemas, storage
@@ -143,3 +143,14 @@ def run_generate(spark: SparkSession, conf: Conf, now: datetime, segment: str | 
     counters = {"segment": segment, "generated": count, "hosts": hosts, "partitions": partitions}
     storage.write_stats(spark, crawl_dir, segment, "generate", counters)
     return counters
+
+
+def locked_by(segment: str, alias: str | None = None) -> Column:
+    """Rows that generate locked into ``segment`` (``run_generate``'s lock).
+
+    The lock is a MERGE, and with deletion vectors a MERGE writes the rows it updates
+    to new files: a segment's rows end up together in a few files whose statistics say
+    ``generated_segment`` = that segment. A read or a MERGE with this predicate therefore
+    opens those files only (Delta's data skipping), so reading or releasing a segment's rows
+    (updatedb, abandoning a segment) costs O(segment), not O(crawldb)."""
+    return F.col(f"{alias}.generated_segment" if alias else "generated_segment") == F.lit(segment)

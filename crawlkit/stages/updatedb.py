@@ -21,6 +21,7 @@ from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.crawldb import new_entries
 from crawlkit.schedule import next_interval
+from crawlkit.stages.generate import locked_by
 from crawlkit.status import COUNTS_AS_FAILURE, TRANSITIONS, FetchStatus, Schedule, Status
 
 # Outcomes after which a page's links are known afresh (its old links are replaced).
@@ -260,17 +261,6 @@ def segment_state(crawldb: DataFrame, segment_urls: DataFrame, rows: int, bound:
     return _probe(state, segment_urls, rows, bound)
 
 
-def locked_by(segment: str, alias: str | None = None) -> Column:
-    """Rows that generate locked into ``segment``.
-
-    Generate's lock is a MERGE, and with deletion vectors a MERGE writes the rows it updates
-    to new files: a segment's rows end up together in a few files whose statistics say
-    ``generated_segment`` = that segment. A read or a MERGE with this predicate therefore
-    opens those files only (Delta's data skipping), so updatedb's reads of the segment's rows
-    cost O(segment), not O(crawldb)."""
-    return F.col(f"{alias}.generated_segment" if alias else "generated_segment") == F.lit(segment)
-
-
 def status_counts(state: DataFrame, outcome: DataFrame, conf: Conf, now: datetime) -> dict[str, int]:
     """URLs of the segment by the status updatedb gives them (by ``transitioned_columns``)."""
     status = transitioned_columns(_prefixed("db."), _prefixed("o."), conf, now)["status"]
@@ -346,14 +336,15 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     # The segment's rows, read from its own files when generate's lock still holds every one
     # of them (the usual case); else (a lock expired and taken by a later segment, a URL no
     # longer there) from the whole crawldb, as the MERGE then must.
-    state = segment_state(crawldb.filter(locked_by(segment)), content.select("url"), segment_urls,
+    urls = content.select("url")
+    state = segment_state(crawldb.filter(locked_by(segment)), urls, segment_urls,
                           bound).localCheckpoint(eager=True)
     all_locked = state.count() == segment_urls
     if not all_locked:
-        state = segment_state(crawldb, content.select("url"), segment_urls, bound).localCheckpoint(eager=True)
+        state = segment_state(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
     counts = status_counts(state, outcome, conf, now)
     # the targets feed the probe, the join with what it finds and the new rows: computed once
-    targets = link_targets(links, state, content.select("url")).localCheckpoint(eager=True)
+    targets = link_targets(links, state, urls).localCheckpoint(eager=True)
     targets = _unknown(targets, crawldb, targets.count(), bound)
     source = merge_source(outcome, _entries(targets, crawldb, conf, now)).localCheckpoint(eager=True)
     rows = source.count()
