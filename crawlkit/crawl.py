@@ -66,13 +66,18 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
     return _finish(spark, conf, now, report, ("fetch", "parse", "updatedb", "score"), log)
 
 
+def _parse(spark: SparkSession, conf: Conf, segment: str, report: RoundReport) -> dict:
+    """The round's parse stage: nothing left to do when the fetch tasks parsed (fetcher.parse)."""
+    return run_parse(spark, conf, segment, report.counters.get("fetch"))
+
+
 def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport, stages, log) -> RoundReport:
     """The stages of the round after generate; round.json, written last, marks it finished."""
     from crawlkit.scoring.job import run_round_scoring
 
     segment = report.segment
     run = {"fetch": (run_fetch, spark, conf, now, segment),
-           "parse": (run_parse, spark, conf, segment),
+           "parse": (_parse, spark, conf, segment, report),
            "updatedb": (run_updatedb, spark, conf, now, segment),
            "score": (run_round_scoring, spark, conf["crawl.dir"], conf, now, segment),
            "evict": (run_evict, spark, conf, now, segment)}

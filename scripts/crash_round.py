@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         stage("fetch")
         counters["fetch"] = run_fetch(spark, conf, now, segment)
         stage("parse")
-        counters["parse"] = run_parse(spark, conf, segment)
+        counters["parse"] = run_parse(spark, conf, segment, counters["fetch"])
         stage("updatedb")
         counters["updatedb"] = run_updatedb(spark, conf, now, segment)
         stage("score")

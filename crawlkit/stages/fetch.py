@@ -13,14 +13,25 @@ by assembling ``content/`` from the parts, one row per URL.
 
 A URL can be spilled twice only when its partition ran more than once (a retried task, a
 speculative copy, a resubmitted stage) or a rerun resumed earlier parts. A spill file's name
-holds the partition and a tag unique to the task's run, so a round where no partition ran
-twice skips the search for repeated URLs (a shuffle of every URL).
+holds the partition and a tag unique to the task's run. In a round where no partition ran
+twice and nothing was resumed (the usual case) the parts hold each URL once, so they *are*
+``content/``: the folder is renamed, not copied, and the counters come from the tasks.
+Otherwise the parts are read, repeated URLs dropped, and ``content/`` written by Spark.
+
+With ``fetcher.parse`` each task also parses its pages as they arrive (the parse stage's
+:func:`~crawlkit.stages.parse.row_parser`) and spills their parse rows to ``parse_parts/``
+under the same file names, parse file first. When the parts become ``content/`` by a rename
+and the two folders hold the same names, ``parse_parts/`` becomes ``parse/`` the same way and
+the counters say ``parsed``: the round's parse stage has nothing left to do. Else the parse
+parts are dropped and the parse stage parses ``content/`` as before.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
+from collections import Counter
 from datetime import datetime
 from typing import Iterator
 
@@ -36,6 +47,7 @@ from crawlkit.stages.generate import partition_by_host
 from crawlkit.status import FetchStatus
 
 PARTS = "content_parts"
+PARSE_PARTS = "parse_parts"
 SPILL_NAME = re.compile(r"part-p(\d+)-([0-9a-f]{12})-\d+\.parquet")  # partition, run of the task
 
 
@@ -45,11 +57,15 @@ def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
-def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: ProgressSink | None):
-    """The per-partition task: fetch, spill results to parts_uri, yield the row count; report
-    the task's counters to ``progress`` (crawlkit.progress) when given. The schema is resolved
-    here, on the driver: executors may not have the schemas/ folder."""
+def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: ProgressSink | None,
+                     parse_parts_uri: str | None = None):
+    """The per-partition task: fetch, spill results to parts_uri (and, given
+    ``parse_parts_uri``, parse each page and spill its parse row there under the same name),
+    yield the task's counters as one JSON row (:func:`_task_counters`); report progress to
+    ``progress`` (crawlkit.progress) when given. The schemas are resolved here, on the
+    driver: executors may not have the schemas/ folder."""
     schema = to_arrow_schema(schemas.struct("content"))
+    parse_schema = to_arrow_schema(schemas.struct("parse"))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -57,33 +73,65 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         from pyspark import TaskContext
 
         from crawlkit.fetch import FetchStats, fetch_partition
+        from crawlkit.stages.parse import is_parsed, parse_totals, row_parser
 
         filesystem, folder = pafs.FileSystem.from_uri(parts_uri)
         filesystem.create_dir(folder, recursive=True)
+        parse_folder = None
+        if parse_parts_uri is not None:
+            parse_row = row_parser(conf)
+            parse_fs, parse_folder = pafs.FileSystem.from_uri(parse_parts_uri)
+            parse_fs.create_dir(parse_folder, recursive=True)
         task = f"p{TaskContext.get().partitionId():05d}-{uuid.uuid4().hex[:12]}"  # see SPILL_NAME
         buffer: list[dict] = []
-        written, chunk, last = 0, 0, time.monotonic()
+        parsed: list[dict] = []
+        totals = {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter()}
+        chunk, last = 0, time.monotonic()
         spill_rows, spill_seconds = conf["fetcher.spill_rows"], conf["fetcher.spill_seconds"]
 
+        def write(fs, directory, name, table):
+            tmp = f"{directory}/_tmp-{name}"
+            pq.write_table(table, tmp, filesystem=fs)
+            fs.move(tmp, f"{directory}/{name}")
+
         def spill():
-            nonlocal chunk, written, last, buffer
+            nonlocal chunk, last, buffer, parsed
             name = f"part-{task}-{chunk:05d}.parquet"
-            tmp = f"{folder}/_tmp-{name}"
-            pq.write_table(pa.Table.from_batches([_to_batch(buffer, schema)]), tmp, filesystem=filesystem)
-            filesystem.move(tmp, f"{folder}/{name}")
-            chunk, written, last, buffer = chunk + 1, written + len(buffer), time.monotonic(), []
+            if parse_folder is not None:   # first: a content file is the mark of a URL done
+                write(parse_fs, parse_folder, name, pa.Table.from_pylist(parsed, schema=parse_schema))
+                totals["parse"].update(parse_totals(parsed))
+            write(filesystem, folder, name, pa.Table.from_batches([_to_batch(buffer, schema)]))
+            totals["rows"] += len(buffer)
+            totals["bytes"] += sum(len(r["content"]) for r in buffer if r.get("content") is not None)
+            totals["by_status"].update(r["fetch_status"] for r in buffer)
+            chunk, last, buffer, parsed = chunk + 1, time.monotonic(), [], []
 
         rows = (row for batch in batches for row in batch.to_pylist())
         stats = FetchStats()
         results = fetch_partition(rows, conf, now, stats)
         for result in (results if progress is None else progress.follow(results, stats)):
             buffer.append(result)
+            if parse_folder is not None and is_parsed(result):
+                parsed.append(parse_row(result))
             if len(buffer) >= spill_rows or time.monotonic() - last >= spill_seconds:
                 spill()
         if buffer:
             spill()
-        yield pa.RecordBatch.from_pydict({"rows": [written]}, schema=pa.schema([("rows", pa.int64())]))
+        yield pa.RecordBatch.from_pydict({"counters": [json.dumps(totals)]},
+                                         schema=pa.schema([("counters", pa.string())]))
     return run
+
+
+def _task_counters(rows) -> dict:
+    """The tasks' counters summed: rows, bytes, by_status and (when they parsed) parse."""
+    total = {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter()}
+    for row in rows:
+        task = json.loads(row["counters"])
+        total["rows"] += task["rows"]
+        total["bytes"] += task["bytes"]
+        total["by_status"].update(task["by_status"])
+        total["parse"].update(task["parse"])
+    return total
 
 
 def _parts(spark: SparkSession, parts_uri: str) -> DataFrame | None:
@@ -92,24 +140,31 @@ def _parts(spark: SparkSession, parts_uri: str) -> DataFrame | None:
     return spark.read.schema(schemas.struct("content")).parquet(parts_uri)
 
 
-def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: datetime, parts_uri: str) -> int:
-    """Fetch the fetch-list URLs that have no spilled result yet; returns rows fetched now."""
+def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: datetime, parts_uri: str,
+                    parse_parts_uri: str | None = None) -> dict:
+    """Fetch the fetch-list URLs that have no spilled result yet (and parse them, given
+    ``parse_parts_uri``); returns the counters of what was fetched now (:func:`_task_counters`)."""
     done = _parts(spark, parts_uri)
     todo = fetchlist if done is None else fetchlist.join(done.select("url"), on="url", how="left_anti")
     partitions = conf["generate.partitions"] or spark.sparkContext.defaultParallelism
     with fetch_progress(spark, "fetch", todo) as sink:
-        counts = partition_by_host(todo, partitions).mapInArrow(
-            _fetch_and_spill(conf.to_dict(), now, parts_uri, sink), "rows long")
-        return counts.agg(F.sum("rows")).first()[0] or 0
+        tasks = partition_by_host(todo, partitions).mapInArrow(
+            _fetch_and_spill(conf.to_dict(), now, parts_uri, sink, parse_parts_uri), "counters string")
+        return _task_counters(tasks.collect())
+
+
+def _part_names(spark: SparkSession, parts_uri: str) -> set[str]:
+    """The spill files of a parts folder (not the ``_tmp-`` files of unfinished spills)."""
+    fs, path = storage.hadoop_fs(spark, parts_uri)
+    names = [status.getPath().getName() for status in fs.listStatus(path)] if fs.exists(path) else []
+    return {n for n in names if n.startswith("part-")}
 
 
 def spilled_once(spark: SparkSession, parts_uri: str) -> bool:
     """True when each partition's spill files come from one run of its task (see the module
     docstring): then no URL of the parts can repeat. A file named otherwise says False."""
-    fs, path = storage.hadoop_fs(spark, parts_uri)
-    names = [status.getPath().getName() for status in fs.listStatus(path)] if fs.exists(path) else []
     runs: dict[str, set[str]] = {}
-    for name in (n for n in names if n.startswith("part-")):
+    for name in _part_names(spark, parts_uri):
         match = SPILL_NAME.fullmatch(name)
         if match is None:
             return False
@@ -117,12 +172,12 @@ def spilled_once(spark: SparkSession, parts_uri: str) -> bool:
     return all(len(tags) == 1 for tags in runs.values())
 
 
-def assemble(parts: DataFrame, may_repeat: bool = True) -> DataFrame:
+def assemble(parts: DataFrame) -> DataFrame:
     """One content row per URL (a retried task may have spilled a URL twice: keep the first).
-    With ``may_repeat`` false (no partition ran twice: :func:`spilled_once`) the parts pass
-    as they are. Otherwise looking for a repeated URL reads the url column only; the window
-    that removes repeats shuffles every page's content, so it runs only when there is one."""
-    if not may_repeat or parts.groupBy("url").count().filter("count > 1").limit(1).count() == 0:
+    Parts known to hold each URL once (:func:`spilled_once`) are renamed instead, see
+    :func:`run_fetch`. Looking for a repeated URL reads the url column only; the window that
+    removes repeats shuffles every page's content, so it runs only when there is one."""
+    if parts.groupBy("url").count().filter("count > 1").limit(1).count() == 0:
         return parts
     first = Window.partitionBy("url").orderBy("fetched_at")
     return parts.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
@@ -144,9 +199,46 @@ def by_status(tally: dict) -> dict[str, int]:
     return counts
 
 
+def _publish(spark: SparkSession, parts_uri: str, part_uri: str) -> None:
+    """Make a parts folder the segment part: mark it complete (``_SUCCESS``, what
+    :func:`storage.segment_part_exists` checks) and rename it into place, one rename."""
+    fs, parts = storage.hadoop_fs(spark, parts_uri)
+    _, part = storage.hadoop_fs(spark, part_uri)
+    _, success = storage.hadoop_fs(spark, storage.join(parts_uri, "_SUCCESS"))
+    fs.create(success, True).close()
+    fs.delete(part, True)
+    if not fs.rename(parts, part):
+        raise OSError(f"could not rename {parts_uri} to {part_uri}")
+
+
+def _drop(spark: SparkSession, uri: str) -> None:
+    fs, path = storage.hadoop_fs(spark, uri)
+    fs.delete(path, True)
+
+
+def _finished_earlier(spark: SparkSession, crawl_dir: str, segment: str) -> dict | None:
+    """The counters of a fetch that already published ``content/`` by renaming its parts
+    (no parts left to resume from), with nothing fetched now; None if there is none."""
+    if not storage.segment_part_exists(spark, crawl_dir, segment, "content"):
+        return None
+    stats = storage.read_text(spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "fetch.json"))
+    if stats is None:      # died between the rename and the stats: count content/ again
+        content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
+        tally = content.agg(*_tally()).first().asDict()
+        counters = {"segment": segment, "pages": tally["pages"], "bytes": tally["bytes"] or 0,
+                    "by_status": by_status(tally), "parsed": None}
+    else:
+        counters = json.loads(stats)
+    parsed = counters.get("parsed")
+    if parsed and not storage.segment_part_exists(spark, crawl_dir, segment, "parse"):
+        parsed = None
+    return {**counters, "parsed": parsed, "fetched_now": 0, "resumed": True}
+
+
 def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
     """Fetch segments/<segment>/fetchlist into segments/<segment>/content (resumable: a rerun
-    fetches only the URLs without a spilled result; ``resumed`` says parts were found)."""
+    fetches only the URLs without a spilled result; ``resumed`` says parts were found). With
+    ``fetcher.parse``, ``parsed`` holds the parse counters when parse/ was written too."""
     from crawlkit.resume import SegmentStateError, is_abandoned
 
     crawl_dir = conf["crawl.dir"]
@@ -156,13 +248,30 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     if not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
         raise SegmentStateError(f"segment {segment} has no fetch list under "
                                 f"{storage.segment_path(crawl_dir, segment, 'fetchlist')}")
-    fetchlist = storage.read_segment_part(spark, crawl_dir, segment, "fetchlist", "fetchlist")
     parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
+    parse_parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARSE_PARTS))
     resumed = _parts(spark, parts_uri) is not None
-    fetched_now = fetch_remaining(spark, fetchlist, conf, now, parts_uri)
-    content = assemble(_parts(spark, parts_uri), may_repeat=resumed or not spilled_once(spark, parts_uri))
-    tally = storage.write_segment_part(content, crawl_dir, segment, "content", "content", *_tally())
-    counters = {"segment": segment, "pages": tally["pages"], "bytes": tally["bytes"] or 0,
-                "by_status": by_status(tally), "fetched_now": fetched_now, "resumed": resumed}
+    if not resumed and (earlier := _finished_earlier(spark, crawl_dir, segment)) is not None:
+        return earlier
+    fetchlist = storage.read_segment_part(spark, crawl_dir, segment, "fetchlist", "fetchlist")
+    # a resumed fetch assembles content/ from two runs' parts: its pages are parsed by the stage
+    parse_now = conf["fetcher.parse"] and not resumed
+    now_counters = fetch_remaining(spark, fetchlist, conf, now, parts_uri, parse_parts_uri if parse_now else None)
+    counters = {"segment": segment, "fetched_now": now_counters["rows"], "resumed": resumed, "parsed": None}
+    if not resumed and spilled_once(spark, parts_uri):
+        # the parts hold each URL once, and the tasks counted them: rename, do not copy
+        if parse_now and _part_names(spark, parse_parts_uri) == _part_names(spark, parts_uri):
+            _publish(spark, parse_parts_uri, storage.absolute(storage.segment_path(crawl_dir, segment, "parse")))
+            counters["parsed"] = {"segment": segment, "pages": 0, "failed": 0, "outlinks": 0,
+                                  **now_counters["parse"]}
+            storage.write_stats(spark, crawl_dir, segment, "parse", counters["parsed"])
+        _publish(spark, parts_uri, storage.absolute(storage.segment_path(crawl_dir, segment, "content")))
+        tally = {"pages": now_counters["rows"], **{st.value: now_counters["by_status"][st.value] for st in FetchStatus}}
+        counters.update(pages=now_counters["rows"], bytes=now_counters["bytes"], by_status=by_status(tally))
+    else:
+        content = assemble(_parts(spark, parts_uri))
+        tally = storage.write_segment_part(content, crawl_dir, segment, "content", "content", *_tally())
+        counters.update(pages=tally["pages"], bytes=tally["bytes"] or 0, by_status=by_status(tally))
+    _drop(spark, parse_parts_uri)     # published, or left to the parse stage
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)
     return counters

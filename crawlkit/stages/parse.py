@@ -4,10 +4,13 @@ Runs crawlkit.parse.parse_document over Arrow batches of the segment's content. 
 normalized, filtered and unique per page here, on the executors, and content has one row per
 URL, so a segment's parse holds each (page, target) link once: updatedb relies on it.
 A page that cannot be parsed gets parse_status "failed" and its error; it never fails the job.
+With ``fetcher.parse`` (the default) the fetch tasks parse each page as it arrives, with the
+same :func:`row_parser`, and a round skips this stage (Nutch's ``fetcher.parse``); run alone,
+it parses the segment again (after a parser change, say).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -19,13 +22,15 @@ from crawlkit.conf import Conf
 from crawlkit.status import FetchStatus
 
 
-def _parse_batches(conf: dict):
+def row_parser(conf: dict) -> Callable[[dict], dict]:
+    """The parse of one content row (a dict of the content schema) into a parse row. Built
+    once per task: it holds the URL normalizer and filter. The parse stage and a fetch task
+    that parses (``fetcher.parse``) both call it, so the two give the same rows."""
     from crawlkit.parse import parse_document
     from crawlkit.urls import UrlFilter, UrlNormalizer
 
     urls_conf = {k[len("urls."):]: v for k, v in conf.items() if k.startswith("urls.")}
     normalizer, url_filter = UrlNormalizer(urls_conf), UrlFilter(urls_conf)
-    arrow_schema = to_arrow_schema(schemas.struct("parse"))
     options = dict(max_outlinks=conf["parser.max_outlinks"], max_text=conf["parser.max_text"],
                    backend=conf["parser.backend"], signature=conf["parser.signature"],
                    normalizer=normalizer)
@@ -52,6 +57,23 @@ def _parse_batches(conf: dict):
                 "noindex": bool(result.get("noindex")), "nofollow": bool(result.get("nofollow")),
                 "canonical": result.get("canonical"), "lang": result.get("lang"),
                 "error": error, "segment": row["segment"]}
+    return parse_row
+
+
+def is_parsed(row: dict) -> bool:
+    """Which content rows have a parse row: the pages fetched with a body."""
+    return row["fetch_status"] == FetchStatus.SUCCESS.value and row["content"] is not None
+
+
+def parse_totals(rows: list[dict]) -> dict[str, int]:
+    """The parse stage's counters over parse rows (summed over tasks by a fetch that parses)."""
+    return {"pages": len(rows), "failed": sum(r["parse_status"] == "failed" for r in rows),
+            "outlinks": sum(len(r["outlinks"]) for r in rows)}
+
+
+def _parse_batches(conf: dict):
+    parse_row = row_parser(conf)
+    arrow_schema = to_arrow_schema(schemas.struct("parse"))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -67,7 +89,12 @@ def parse(content: DataFrame, conf: Conf) -> DataFrame:
     return pages.mapInArrow(_parse_batches(conf.to_dict()), schemas.struct("parse"))
 
 
-def run_parse(spark: SparkSession, conf: Conf, segment: str) -> dict:
+def run_parse(spark: SparkSession, conf: Conf, segment: str, fetched: dict | None = None) -> dict:
+    """Parse segments/<segment>/content into segments/<segment>/parse. ``fetched`` is the
+    fetch stage's counters: when its tasks already parsed the pages (``fetcher.parse``,
+    counters ``parsed``), parse/ is written and this returns its counters without a job."""
+    if fetched and fetched.get("parsed"):
+        return fetched["parsed"]
     crawl_dir = conf["crawl.dir"]
     content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
     totals = storage.write_segment_part(

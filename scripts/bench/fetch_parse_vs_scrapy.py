@@ -5,7 +5,9 @@ nothing goes beyond it), picks K of its pages, and in the same run:
 
 1. **crawlkit (Spark)**: writes the K URLs as a fetch list (as generate does: one host per
    partition) and runs the real stages ``run_fetch`` then ``run_parse`` in local Spark mode,
-   politeness off (``server_delay = 0``, robots.txt off, several connections per host).
+   politeness off (``server_delay = 0``, robots.txt off, several connections per host), in
+   each ``--modes``: ``fused`` (the default ``fetcher.parse = true``: the fetch tasks parse,
+   and the parse stage has nothing left to do) and ``stage`` (``fetcher.parse = false``).
    CPU = user+system seconds of the driver's whole process tree (the driver Python, the JVM,
    pyspark's daemon and Python workers; reaped children included), the replay server excluded.
    The JVM start and a warm-up round on other URLs are not counted.
@@ -230,7 +232,7 @@ def run_crawlkit_spark(spark, conf, urls: list[str], segment: str, now, tree: Tr
     s0, c0, t0 = server_cpu(server_pid), tree.snapshot(), time.perf_counter()
     out["fetch"] = run_fetch(spark, conf, now, segment)
     c1, t1 = tree.snapshot(), time.perf_counter()
-    out["parse"] = run_parse(spark, conf, segment)
+    out["parse"] = run_parse(spark, conf, segment, out["fetch"])  # nothing left to do if fetch parsed
     c2, t2, s2 = tree.snapshot(), time.perf_counter(), server_cpu(server_pid)
     out["fetch_wall_s"], out["parse_wall_s"] = t1 - t0, t2 - t1
     out["fetch_cpu"], out["parse_cpu"] = TreeCpu.delta(c1, c0), TreeCpu.delta(c2, c1)
@@ -325,6 +327,9 @@ def main() -> int:
                              "Scrapy also keeps at most this many persistent connections to the proxy)")
     parser.add_argument("--backends", default="bs4,selectolax",
                         help="parser.backend values to run crawlkit with, comma-separated (bs4 is the default)")
+    parser.add_argument("--modes", default="fused,stage",
+                        help="where crawlkit parses, comma-separated: fused (in the fetch tasks, "
+                             "fetcher.parse = true, the default) or stage (a parse stage of its own)")
     parser.add_argument("--warmup", type=int, default=300, help="URLs of an untimed crawlkit warm-up round")
     parser.add_argument("--repeat", type=int, default=1,
                         help="measure crawlkit and Scrapy this many times, alternating (the table shows medians)")
@@ -373,26 +378,31 @@ def main() -> int:
         measured.setdefault(name, []).append((pages, wall_s, cpu_s, server_s))
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if set(modes) - {"fused", "stage"}:
+        parser.error(f"--modes: fused or stage, not {args.modes}")
+    variants = [f"{b}, {m}" for b in backends for m in modes]   # "lxml, fused"
     profiler = None
     with ReplayServer([spec], workdir=workdir / "replay", changes="1:never") as web:
-        def conf_for(backend: str):
-            return load_conf(overrides={
+        def conf_for(variant: str):
+            backend, _, mode = variant.partition(", ")
+            return load_conf(overrides={"fetcher.parse": mode != "stage",
                 "crawl.dir": str(workdir / "crawl"), "fetcher.proxy": web.proxy_url, "fetcher.server_delay": 0.0,
                 "fetcher.threads": args.threads, "fetcher.threads_per_host": args.per_host,
                 "fetcher.respect_robots": False, "generate.partitions": args.partitions,
                 "parser.backend": backend, "spark.ui": False})
-        spark = get_spark(conf_for(backends[0]))
+        spark = get_spark(conf_for(variants[0]))
         tree = TreeCpu(exclude=[web.pid])
         print("warm-up round ...", file=sys.stderr)
-        for backend in backends:
-            run_crawlkit_spark(spark, conf_for(backend), warm, f"warmup-{backend}", now, tree, web.pid)
+        for i, variant in enumerate(variants):
+            run_crawlkit_spark(spark, conf_for(variant), warm, f"warmup-{i}", now, tree, web.pid)
         detail: dict = {}
         for rep in range(args.repeat):
             ck_items = None
-            for backend in backends:
+            for i, backend in enumerate(variants):
                 print(f"[{rep + 1}/{args.repeat}] crawlkit (Spark, {backend}) ...", file=sys.stderr)
                 conf = conf_for(backend)
-                ck = run_crawlkit_spark(spark, conf, urls, f"bench-{backend}-{rep}", now, tree, web.pid)
+                ck = run_crawlkit_spark(spark, conf, urls, f"bench-{i}-{rep}", now, tree, web.pid)
                 pages = ck["parse"]["pages"]
                 cpu_f, cpu_p = sum(ck["fetch_cpu"].values()), sum(ck["parse_cpu"].values())
                 wall = ck["fetch_wall_s"] + ck["parse_wall_s"]
@@ -405,11 +415,11 @@ def main() -> int:
                     "fetch": ck["fetch"], "parse": ck["parse"], "cpu_s_by_process": by_kind,
                     "fetch_cpu_s_by_process": {k: round(v, 2) for k, v in ck["fetch_cpu"].items()},
                     "parse_cpu_s_by_process": {k: round(v, 2) for k, v in ck["parse_cpu"].items()}}
-                items = crawlkit_outlinks(spark, conf, f"bench-{backend}-{rep}")
+                items = crawlkit_outlinks(spark, conf, f"bench-{i}-{rep}")
                 if ck_items is None:
                     ck_items = items
                 else:
-                    detail[f"same_output_{backends[0]}_vs_{backend}"] = compare(ck_items, items)
+                    detail[f"same_output_{variants[0]}_vs_{backend}"] = compare(ck_items, items)
 
             if not args.skip_scrapy:
                 print(f"[{rep + 1}/{args.repeat}] Scrapy ...", file=sys.stderr)
@@ -419,12 +429,12 @@ def main() -> int:
                 add("Scrapy, crawl only", len(sc["items"]), sc["crawl_wall_s"], sc["crawl_cpu_s"], s1 - s0)
                 add("Scrapy, whole process", len(sc["items"]), sc["wall_s"], sc["cpu_s"], None)
                 detail[f"scrapy_{rep}"] = {k: v for k, v in sc.items() if k != "items"}
-                detail[f"same_output_crawlkit_{backends[0]}_vs_scrapy"] = compare(ck_items, sc["items"])
+                detail[f"same_output_crawlkit_{variants[0]}_vs_scrapy"] = compare(ck_items, sc["items"])
 
         if not args.skip_inprocess:
             for backend in backends:
                 print(f"crawlkit in-process ({backend}) ...", file=sys.stderr)
-                ip = run_crawlkit_inprocess(conf_for(backend), urls, f"inprocess-{backend}", now, workdir, web.pid,
+                ip = run_crawlkit_inprocess(conf_for(f"{backend}, stage"), urls, f"inprocess-{backend}", now, workdir, web.pid,
                                             args.profile and backend == backends[0])
                 add(f"crawlkit per-partition functions, no Spark, parser {backend}", ip["parsed"],
                     ip["fetch_wall_s"] + ip["parse_wall_s"], ip["fetch_cpu_s"] + ip["parse_cpu_s"], ip["server_cpu_s"])
@@ -458,7 +468,7 @@ def main() -> int:
         server = f"{median(servers) / n * 1000:.2f}" if servers and n else ""
         print(f"| {name} | {n} | {wall_s:.1f} | {cpu_s:.1f} | {n / wall_s:.0f} | {core:.0f} | {ratio} | {server} |")
     if scrapy and args.repeat > 1:
-        for backend in backends:
+        for backend in variants:
             runs = measured[f"crawlkit fetch+parse stages, Spark, parser {backend}"]
             print(f"\nratio per repeat, crawlkit ({backend}) / Scrapy pages per CPU-s: "
                   + ", ".join(f"{per_core(r) / per_core(q):.2f}" for r, q in zip(runs, scrapy)))

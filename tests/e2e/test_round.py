@@ -62,9 +62,15 @@ def test_three_rounds_ran_and_fetched_pages(crawled):
 
 
 def test_spark_jobs_are_tagged_with_their_stage(crawled):
-    """The Spark UI and event log name the crawlkit stage of every job; the tag is lifted after."""
-    assert all(n > 0 for n in crawled["job_groups"].values()), crawled["job_groups"]
+    """The Spark UI and event log name the crawlkit stage of every job; the tag is lifted after.
+    The fetch tasks parsed the pages (fetcher.parse), so the parse stage ran no job."""
+    groups = crawled["job_groups"]
+    assert groups.pop("parse") == 0
+    assert all(n > 0 for n in groups.values()), groups
     assert crawled["group_after"] is None
+    for report in crawled["reports"]:
+        assert report.counters["parse"] == report.counters["fetch"]["parsed"]
+        assert report.counters["parse"]["pages"] == report.counters["fetch"]["by_status"]["success"]
 
 
 def test_every_fetched_url_is_in_the_crawldb_with_the_right_status(crawled):

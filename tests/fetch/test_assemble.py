@@ -35,7 +35,7 @@ def test_spill_files_of_tasks_that_ran_once_skip_the_search_for_repeated_urls(sp
         schemas.struct("fetchlist"))
     parts_uri = storage.absolute(str(tmp_path / "content_parts"))
     conf = make_conf(fetcher__respect_robots=False, fetcher__server_delay=0.0, generate__partitions=2)
-    assert fetch_remaining(spark, fetchlist, conf, T0, parts_uri) == 3
+    assert fetch_remaining(spark, fetchlist, conf, T0, parts_uri)["rows"] == 3
     assert spilled_once(spark, parts_uri)
 
     # a second run of a partition's task (a retry, a speculative copy, a resubmitted stage),
@@ -52,9 +52,3 @@ def test_spill_files_of_tasks_that_ran_once_skip_the_search_for_repeated_urls(sp
     # a task's next spill is the same run
     first.with_name(files[0][:-len("00000.parquet")] + "00001.parquet").write_bytes(first.read_bytes())
     assert spilled_once(spark, parts_uri)
-
-
-def test_parts_said_to_hold_no_repeats_are_passed_through_unsearched(spark):
-    twice = _parts(spark, [("http://a.test/", 5, b"retried"), ("http://a.test/", 0, b"first")])
-    assert assemble(twice, may_repeat=False).count() == 2
-    assert assemble(twice, may_repeat=True).count() == 1

@@ -1,0 +1,138 @@
+"""fetcher.parse: fetch tasks that parse their pages as they arrive, through the replay web.
+
+The round's parse stage is then skipped, so the two ways must give the same parse rows and
+counters; a fetch whose parts hold each URL once publishes them by renaming the folders, and
+anything else (a resumed fetch, parse parts that do not match) falls back to the old path.
+"""
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from chispa import assert_df_equality
+from fetch_helpers import NOW, fetch_row
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from crawlkit import schemas, storage
+from crawlkit.conf import make_conf
+from crawlkit.replay import GeneratedWeb
+from crawlkit.stages.fetch import PARSE_PARTS, PARTS, fetch_remaining, run_fetch
+from crawlkit.stages.generate import partition_by_host
+from crawlkit.stages.parse import run_parse
+
+SEGMENT = "20240101000000"
+WEB = GeneratedWeb("gen:200,seed=5")   # the replay fixture's web
+PAGES = [WEB.url(i) for i in range(0, 200, 9)]
+URLS = PAGES + ["http://fp1.test/__trap/status/404", "http://fp2.test/__trap/type/pdf"]
+
+
+def _crawl_dir(spark, tmp_path: Path, name: str, urls=URLS) -> str:
+    crawl_dir = str(tmp_path / name)
+    rows = spark.createDataFrame([fetch_row(u, segment=SEGMENT) for u in urls], schemas.struct("fetchlist"))
+    storage.write_segment_part(partition_by_host(rows, 2), crawl_dir, SEGMENT, "fetchlist", "fetchlist")
+    return crawl_dir
+
+
+def _conf(replay, crawl_dir: str, **overrides):
+    return make_conf(crawl__dir=crawl_dir, fetcher__proxy=replay.proxy_url, fetcher__server_delay=0.0,
+                     fetcher__threads=4, fetcher__read_timeout=2.0, fetcher__page_deadline=3.0,
+                     fetcher__proxy_resolve_targets=False, fetcher__spill_rows=5,
+                     generate__partitions=2, **overrides)
+
+
+def _part(spark, crawl_dir: str, part: str):
+    return storage.read_segment_part(spark, crawl_dir, SEGMENT, part, part)
+
+
+def _segment_folders(crawl_dir: str) -> set[str]:
+    return {p.name for p in (Path(crawl_dir) / "segments" / SEGMENT).iterdir()}
+
+
+def _page_requests(replay, urls) -> int:
+    return sum(1 for r in replay.access_log() if r["url"] in set(urls))
+
+
+def test_fetch_tasks_parse_as_the_parse_stage_does(spark, replay, tmp_path):
+    fused_dir, staged_dir = _crawl_dir(spark, tmp_path, "fused"), _crawl_dir(spark, tmp_path, "staged")
+    fused = run_fetch(spark, _conf(replay, fused_dir), NOW, SEGMENT)
+    staged_conf = _conf(replay, staged_dir, fetcher__parse=False)
+    staged = run_fetch(spark, staged_conf, NOW, SEGMENT)
+    assert staged["parsed"] is None
+    staged_parse = run_parse(spark, staged_conf, SEGMENT, staged)
+
+    assert fused["parsed"] == staged_parse
+    assert fused["parsed"]["pages"] == len(PAGES) and fused["parsed"]["outlinks"] > 0
+    assert run_parse(spark, _conf(replay, fused_dir), SEGMENT, fused) == fused["parsed"]
+    assert {k: fused[k] for k in ("pages", "bytes", "by_status")} == \
+        {k: staged[k] for k in ("pages", "bytes", "by_status")}
+    assert fused["by_status"] == {"success": len(PAGES), "not_found": 1, "unsupported_type": 1}
+    # the same parse rows, and the same bodies (a fetch's time and duration differ by run)
+    assert_df_equality(_part(spark, fused_dir, "parse").orderBy("url"),
+                       _part(spark, staged_dir, "parse").orderBy("url"))
+    same = ["url", "fetch_status", "http_status", "content_type", "content", "truncated", "error", "segment"]
+    assert_df_equality(_part(spark, fused_dir, "content").select(same).orderBy("url"),
+                       _part(spark, staged_dir, "content").select(same).orderBy("url"))
+    # the parts became the segment's parts: renamed, nothing left behind
+    assert _segment_folders(fused_dir) == {"fetchlist", "content", "parse", "_stats"}
+    assert storage.segment_part_exists(spark, fused_dir, SEGMENT, "parse")
+
+
+def test_a_fetch_run_again_after_it_finished_fetches_nothing(spark, replay, tmp_path):
+    crawl_dir = _crawl_dir(spark, tmp_path, "again")
+    conf = _conf(replay, crawl_dir)
+    first = run_fetch(spark, conf, NOW, SEGMENT)
+    requests = _page_requests(replay, URLS)
+    again = run_fetch(spark, conf, NOW, SEGMENT)
+    assert _page_requests(replay, URLS) == requests
+    assert again == {**first, "fetched_now": 0, "resumed": True}
+    # died between the rename and its counters: content/ is counted again, and, with no
+    # word that the tasks parsed, the parse stage parses it again
+    (Path(crawl_dir) / "segments" / SEGMENT / "_stats" / "fetch.json").unlink()
+    recounted = run_fetch(spark, conf, NOW, SEGMENT)
+    assert _page_requests(replay, URLS) == requests
+    assert {k: recounted[k] for k in ("pages", "bytes", "by_status")} == \
+        {k: first[k] for k in ("pages", "bytes", "by_status")}
+    assert recounted["parsed"] is None
+    assert run_parse(spark, conf, SEGMENT, recounted) == first["parsed"]
+
+
+def test_parse_parts_of_another_run_are_dropped_and_left_to_the_parse_stage(spark, replay, tmp_path):
+    crawl_dir = _crawl_dir(spark, tmp_path, "orphan")
+    conf = _conf(replay, crawl_dir)
+    # a run that died after its first parse spill and before the content spill beside it
+    orphans = Path(storage.segment_path(crawl_dir, SEGMENT, PARSE_PARTS))
+    orphans.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([], schema=to_arrow_schema(schemas.struct("parse"))),
+                   orphans / "part-p00000-0123456789ab-00000.parquet")
+    counters = run_fetch(spark, conf, NOW, SEGMENT)
+    assert counters["parsed"] is None and counters["pages"] == len(URLS)
+    assert _segment_folders(crawl_dir) == {"fetchlist", "content", "_stats"}
+    parsed = run_parse(spark, conf, SEGMENT, counters)
+    assert parsed["pages"] == len(PAGES) and _part(spark, crawl_dir, "parse").count() == len(PAGES)
+
+
+def test_a_resumed_fetch_assembles_content_and_the_parse_stage_parses_it(spark, replay, tmp_path):
+    crawl_dir = _crawl_dir(spark, tmp_path, "resumed")
+    conf = _conf(replay, crawl_dir)
+    # a killed run saved the results of the first half (content and parse parts)
+    half = spark.createDataFrame([fetch_row(u, segment=SEGMENT) for u in URLS[:10]], schemas.struct("fetchlist"))
+    parts = storage.absolute(storage.segment_path(crawl_dir, SEGMENT, PARTS))
+    parse_parts = storage.absolute(storage.segment_path(crawl_dir, SEGMENT, PARSE_PARTS))
+    assert fetch_remaining(spark, half, conf, NOW, parts, parse_parts)["rows"] == 10
+    counters = run_fetch(spark, conf, NOW, SEGMENT)
+    assert counters["resumed"] and counters["fetched_now"] == len(URLS) - 10
+    assert counters["pages"] == len(URLS) and counters["parsed"] is None
+    assert PARSE_PARTS not in _segment_folders(crawl_dir)
+    content = _part(spark, crawl_dir, "content")
+    assert content.count() == content.select("url").distinct().count() == len(URLS)
+    assert run_parse(spark, conf, SEGMENT, counters)["pages"] == len(PAGES)
+
+
+@pytest.mark.parametrize("parse", [True, False])
+def test_an_empty_fetch_list_gives_empty_parts(spark, replay, tmp_path, parse):
+    crawl_dir = _crawl_dir(spark, tmp_path, f"empty-{parse}", urls=[])
+    conf = _conf(replay, crawl_dir, fetcher__parse=parse)
+    counters = run_fetch(spark, conf, NOW, SEGMENT)
+    assert counters["pages"] == 0 and counters["by_status"] == {}
+    assert _part(spark, crawl_dir, "content").count() == 0
+    assert run_parse(spark, conf, SEGMENT, counters)["pages"] == 0
