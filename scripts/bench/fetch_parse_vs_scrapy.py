@@ -224,16 +224,23 @@ def write_fetchlist(spark, conf, urls: list[str], segment: str) -> None:
     storage.write_segment_part(partition_by_host(df, partitions), conf["crawl.dir"], segment, "fetchlist", "fetchlist")
 
 
-def run_crawlkit_spark(spark, conf, urls: list[str], segment: str, now, tree: TreeCpu, server_pid: int) -> dict:
+def run_crawlkit_spark(spark, conf, urls: list[str], segment: str, now, tree: TreeCpu, server_pid: int,
+                       memory=None) -> dict:
+    """The two stages, timed; ``memory`` (scale.py's MemorySampler) records the peak RSS (MB)
+    of the driver Python, the JVM and the Python workers over them in ``out["memory_mb"]``."""
+    from contextlib import nullcontext
+
     from crawlkit.stages.fetch import run_fetch
     from crawlkit.stages.parse import run_parse
     write_fetchlist(spark, conf, urls, segment)
     out = {}
-    s0, c0, t0 = server_cpu(server_pid), tree.snapshot(), time.perf_counter()
-    out["fetch"] = run_fetch(spark, conf, now, segment)
-    c1, t1 = tree.snapshot(), time.perf_counter()
-    out["parse"] = run_parse(spark, conf, segment, out["fetch"])  # nothing left to do if fetch parsed
-    c2, t2, s2 = tree.snapshot(), time.perf_counter(), server_cpu(server_pid)
+    with memory.peaks() if memory is not None else nullcontext({}) as peaks:
+        s0, c0, t0 = server_cpu(server_pid), tree.snapshot(), time.perf_counter()
+        out["fetch"] = run_fetch(spark, conf, now, segment)
+        c1, t1 = tree.snapshot(), time.perf_counter()
+        out["parse"] = run_parse(spark, conf, segment, out["fetch"])  # nothing left to do if fetch parsed
+        c2, t2, s2 = tree.snapshot(), time.perf_counter(), server_cpu(server_pid)
+    out["memory_mb"] = peaks
     out["fetch_wall_s"], out["parse_wall_s"] = t1 - t0, t2 - t1
     out["fetch_cpu"], out["parse_cpu"] = TreeCpu.delta(c1, c0), TreeCpu.delta(c2, c1)
     out["server_cpu_s"] = s2 - s0
@@ -393,16 +400,20 @@ def main() -> int:
                 "parser.backend": backend, "spark.ui": False})
         spark = get_spark(conf_for(variants[0]))
         tree = TreeCpu(exclude=[web.pid])
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from scale import MemorySampler
+        memory = MemorySampler()
         print("warm-up round ...", file=sys.stderr)
         for i, variant in enumerate(variants):
             run_crawlkit_spark(spark, conf_for(variant), warm, f"warmup-{i}", now, tree, web.pid)
         detail: dict = {}
+        memory_peaks: dict[str, list[dict]] = {}   # variant -> peak RSS MB per repeat
         for rep in range(args.repeat):
             ck_items = None
             for i, backend in enumerate(variants):
                 print(f"[{rep + 1}/{args.repeat}] crawlkit (Spark, {backend}) ...", file=sys.stderr)
                 conf = conf_for(backend)
-                ck = run_crawlkit_spark(spark, conf, urls, f"bench-{i}-{rep}", now, tree, web.pid)
+                ck = run_crawlkit_spark(spark, conf, urls, f"bench-{i}-{rep}", now, tree, web.pid, memory)
                 pages = ck["parse"]["pages"]
                 cpu_f, cpu_p = sum(ck["fetch_cpu"].values()), sum(ck["parse_cpu"].values())
                 wall = ck["fetch_wall_s"] + ck["parse_wall_s"]
@@ -411,8 +422,10 @@ def main() -> int:
                     ck["server_cpu_s"])
                 add(f"  fetch stage ({backend})", ck["fetch"]["pages"], ck["fetch_wall_s"], cpu_f, None)
                 add(f"  parse stage ({backend})", pages, ck["parse_wall_s"], cpu_p, None)
+                memory_peaks.setdefault(backend, []).append(ck["memory_mb"])
                 detail[f"crawlkit_{backend}_{rep}"] = {
                     "fetch": ck["fetch"], "parse": ck["parse"], "cpu_s_by_process": by_kind,
+                    "memory_mb": ck["memory_mb"],
                     "fetch_cpu_s_by_process": {k: round(v, 2) for k, v in ck["fetch_cpu"].items()},
                     "parse_cpu_s_by_process": {k: round(v, 2) for k, v in ck["parse_cpu"].items()}}
                 items = crawlkit_outlinks(spark, conf, f"bench-{i}-{rep}")
@@ -441,6 +454,7 @@ def main() -> int:
                 add(f"  fetch ({backend}, no Spark)", ip["fetched"], ip["fetch_wall_s"], ip["fetch_cpu_s"], None)
                 add(f"  parse ({backend}, no Spark)", ip["parsed"], ip["parse_wall_s"], ip["parse_cpu_s"], None)
                 profiler = ip.pop("profiler") or profiler
+        memory.close()
         spark.stop()
 
     from statistics import median
@@ -467,6 +481,13 @@ def main() -> int:
         servers = [r[3] for r in runs if r[3] is not None]
         server = f"{median(servers) / n * 1000:.2f}" if servers and n else ""
         print(f"| {name} | {n} | {wall_s:.1f} | {cpu_s:.1f} | {n / wall_s:.0f} | {core:.0f} | {ratio} | {server} |")
+    print("\npeak RSS MB over the two stages, largest of the repeats (driver Python / JVM, driver and "
+          "executor in local mode / Python workers, summed: an upper bound):")
+    for variant, peaks in memory_peaks.items():
+        print(f"  crawlkit {variant}: " + " / ".join(str(max(p[k] for p in peaks)) for k in ("driver_py", "jvm", "workers")))
+    scrapy_rss = [v["max_rss_mb"] for k, v in detail.items() if k.startswith("scrapy_")]
+    if scrapy_rss:
+        print(f"  Scrapy (whole process): {max(scrapy_rss):.0f}")
     if scrapy and args.repeat > 1:
         for backend in variants:
             runs = measured[f"crawlkit fetch+parse stages, Spark, parser {backend}"]
