@@ -15,7 +15,8 @@ A URL can be spilled twice only when its partition ran more than once (a retried
 speculative copy, a resubmitted stage) or a rerun resumed earlier parts. A spill file's name
 holds the partition and a tag unique to the task's run. In a round where no partition ran
 twice and nothing was resumed (the usual case) the parts hold each URL once, so they *are*
-``content/``: the folder is renamed, not copied, and the counters come from the tasks.
+``content/``: the folder is renamed (copied by Spark on object stores, :data:`CHEAP_RENAME`),
+and the counters come from the tasks.
 Otherwise the parts are read, repeated URLs dropped, and ``content/`` written by Spark.
 
 With ``fetcher.parse`` each task also parses its pages as they arrive (the parse stage's
@@ -199,9 +200,25 @@ def by_status(tally: dict) -> dict[str, int]:
     return counts
 
 
-def _publish(spark: SparkSession, parts_uri: str, part_uri: str) -> None:
-    """Make a parts folder the segment part: mark it complete (``_SUCCESS``, what
-    :func:`storage.segment_part_exists` checks) and rename it into place, one rename."""
+# Filesystems where renaming a folder is one metadata operation; on object stores (s3, gs)
+# it is a copy of every file, one by one from the driver, so a Spark job copies instead.
+CHEAP_RENAME = frozenset({"file", "hdfs", "viewfs", "abfs", "abfss", "ofs", "o3fs"})
+
+
+def renames_cheaply(uri: str) -> bool:
+    return (uri.split("://", 1)[0] if "://" in uri else "file").lower() in CHEAP_RENAME
+
+
+def _publish(spark: SparkSession, parts_uri: str, crawl_dir: str, segment: str, table: str) -> None:
+    """Make a parts folder the segment part ``table`` (content or parse): rename it into
+    place, marked complete (``_SUCCESS``, what :func:`storage.segment_part_exists` checks),
+    where that is cheap; else copy it with Spark and drop the parts."""
+    part_uri = storage.absolute(storage.segment_path(crawl_dir, segment, table))
+    if not renames_cheaply(parts_uri):
+        parts = spark.read.schema(schemas.struct(table)).parquet(parts_uri)
+        storage.write_segment_part(parts, crawl_dir, segment, table, table)
+        _drop(spark, parts_uri)
+        return
     fs, parts = storage.hadoop_fs(spark, parts_uri)
     _, part = storage.hadoop_fs(spark, part_uri)
     _, success = storage.hadoop_fs(spark, storage.join(parts_uri, "_SUCCESS"))
@@ -259,13 +276,13 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     now_counters = fetch_remaining(spark, fetchlist, conf, now, parts_uri, parse_parts_uri if parse_now else None)
     counters = {"segment": segment, "fetched_now": now_counters["rows"], "resumed": resumed, "parsed": None}
     if not resumed and spilled_once(spark, parts_uri):
-        # the parts hold each URL once, and the tasks counted them: rename, do not copy
+        # the parts hold each URL once, and the tasks counted them: rename, do not assemble
         if parse_now and _part_names(spark, parse_parts_uri) == _part_names(spark, parts_uri):
-            _publish(spark, parse_parts_uri, storage.absolute(storage.segment_path(crawl_dir, segment, "parse")))
+            _publish(spark, parse_parts_uri, crawl_dir, segment, "parse")
             counters["parsed"] = {"segment": segment, "pages": 0, "failed": 0, "outlinks": 0,
                                   **now_counters["parse"]}
             storage.write_stats(spark, crawl_dir, segment, "parse", counters["parsed"])
-        _publish(spark, parts_uri, storage.absolute(storage.segment_path(crawl_dir, segment, "content")))
+        _publish(spark, parts_uri, crawl_dir, segment, "content")
         tally = {"pages": now_counters["rows"], **{st.value: now_counters["by_status"][st.value] for st in FetchStatus}}
         counters.update(pages=now_counters["rows"], bytes=now_counters["bytes"], by_status=by_status(tally))
     else:

@@ -128,6 +128,19 @@ def test_a_resumed_fetch_assembles_content_and_the_parse_stage_parses_it(spark, 
     assert run_parse(spark, conf, SEGMENT, counters)["pages"] == len(PAGES)
 
 
+def test_where_renaming_a_folder_copies_its_files_spark_copies_the_parts(spark, replay, tmp_path, monkeypatch):
+    from crawlkit.stages import fetch
+    assert fetch.renames_cheaply("/tmp/crawl") and fetch.renames_cheaply("hdfs://nn/crawl")
+    assert not fetch.renames_cheaply("s3://bucket/crawl") and not fetch.renames_cheaply("gs://b/crawl")
+    monkeypatch.setattr(fetch, "renames_cheaply", lambda uri: False)
+    crawl_dir = _crawl_dir(spark, tmp_path, "objectstore")
+    counters = run_fetch(spark, _conf(replay, crawl_dir), NOW, SEGMENT)
+    assert counters["parsed"]["pages"] == len(PAGES) and counters["pages"] == len(URLS)
+    assert _segment_folders(crawl_dir) == {"fetchlist", "content", "parse", "_stats"}
+    assert _part(spark, crawl_dir, "content").select("url").distinct().count() == len(URLS)
+    assert _part(spark, crawl_dir, "parse").count() == len(PAGES)
+
+
 @pytest.mark.parametrize("parse", [True, False])
 def test_an_empty_fetch_list_gives_empty_parts(spark, replay, tmp_path, parse):
     crawl_dir = _crawl_dir(spark, tmp_path, f"empty-{parse}", urls=[])
