@@ -9,15 +9,15 @@ Resumable: tasks spill their results every ``fetcher.spill_seconds`` (or ``fetch
 results) into ``content_parts/`` of the segment
 (each file written under a temporary name, then renamed, so a killed task leaves no torn
 file). A rerun after a crash fetches only the URLs that have no result yet; the stage ends
-by assembling ``content/`` from the parts, one row per URL.
+by making ``content/`` of the parts, one row per URL.
 
 A URL can be spilled twice only when its partition ran more than once (a retried task, a
 speculative copy, a resubmitted stage) or a rerun resumed earlier parts. A spill file's name
 holds the partition and a tag unique to the task's run. In a round where no partition ran
 twice and nothing was resumed (the usual case) the parts hold each URL once, so they *are*
 ``content/``: the folder is renamed (copied by Spark on object stores, :data:`CHEAP_RENAME`),
-and the counters come from the tasks.
-Otherwise the parts are read, repeated URLs dropped, and ``content/`` written by Spark.
+and the counters come from the tasks. Otherwise the parts are read, repeated URLs dropped,
+and ``content/`` written by Spark.
 
 With ``fetcher.parse`` each task also parses its pages as they arrive (the parse stage's
 :func:`~crawlkit.stages.parse.row_parser`) and spills their parse rows to ``parse_parts/``
