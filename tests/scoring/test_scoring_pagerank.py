@@ -210,6 +210,19 @@ def test_driver_falls_back_to_strings_when_two_urls_share_an_id(spark, graph, re
     assert l1(as_dict(result.ranks), ref_pagerank(PAGES, CLEAN)) < 1e-9
 
 
+def test_driver_ships_the_links_urls_only_for_pages_missing_from_the_nodes(spark, graph, ref_pagerank):
+    nodes, edges = graph
+    occurrences = driver_module._Occurrences.collect(nodes, edges)
+    assert not occurrences.link_urls and len(occurrences.urls) == len(PAGES)   # the nodes' only
+    # pages met only as link endpoints (all but a and f) get their URL from a second job
+    few = nodes.filter(F.col("url").isin(A, F_))
+    for some in (few, nodes.limit(0)):
+        result = pagerank(spark, some, edges, tol=1e-12, max_iter=300, engine="driver")
+        ranks = as_dict(result.ranks)
+        expected = ref_pagerank(PAGES if some is few else sorted({u for link in CLEAN for u in link}), CLEAN)
+        assert result.ranks.count() == len(expected) and l1(ranks, expected) < 1e-9
+
+
 def test_driver_ignores_teleport_urls_that_are_not_pages(spark, graph, ref_pagerank):
     nodes, edges = graph
     teleport = spark.createDataFrame([(D, 1.0), ("http://elsewhere.test/", 5.0)],

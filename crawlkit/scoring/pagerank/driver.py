@@ -29,29 +29,51 @@ class _Clash(Exception):
 
 @dataclass
 class _Occurrences:
-    """Every page occurrence collected from Spark in one job: [nodes.url; src; dst].
+    """Every page occurrence collected from Spark: [nodes.url; src; dst], as hashes.
 
-    The URL strings come along with the hashes because a page's URL is needed anyway for the
-    result: taking the 325k first occurrences here costs less than a second Spark pass that
-    hashes the 2.9M link endpoints again and broadcast-joins the ranks back to them
-    (measured on web-NotreDame: 3.4-4.7 s for that join at load 13).
+    The nodes' URL strings come along with their hashes (a page's URL is needed for the
+    result); the links' only with ``link_urls``: when there are no nodes (every page is
+    known from links only) or to encode the URLs after a clash. Otherwise pages known only
+    from links get their URL from a second, small job (:func:`_link_only_urls`). On
+    web-NotreDame the links' 2.9M endpoint strings with their hashes took 1.4-3.3 s to ship,
+    the hashes alone 0.55-0.87 s.
     """
-    urls: pa.ChunkedArray  # URL of each occurrence
+    urls: pa.ChunkedArray  # URL of each occurrence shipped with one: nodes, then (link_urls) src, dst
     h1: np.ndarray         # its xxhash64 (the page id)
     h2: np.ndarray         # its Murmur3 hash (the clash check)
     k: int                 # occurrences from nodes
     m: int                 # links
+    link_urls: bool        # whether urls holds the links' endpoints too
 
     @classmethod
-    def collect(cls, nodes: DataFrame, edges: DataFrame) -> "_Occurrences":
+    def collect(cls, nodes: DataFrame, edges: DataFrame, link_urls: bool | None = None) -> "_Occurrences":
+        """``link_urls`` None: ship the links' URLs only when there are no nodes."""
         nt = to_arrow(nodes.select("url", page_id("url").alias("h1"), check_hash("url").alias("h2")))
-        et = to_arrow(edges.select("src", "dst", page_id("src").alias("s1"), check_hash("src").alias("s2"),
-                                 page_id("dst").alias("d1"), check_hash("dst").alias("d2")))
-        urls = pa.chunked_array(nt.column("url").chunks + et.column("src").chunks
-                                + et.column("dst").chunks, type=pa.string())
+        if link_urls is None:
+            link_urls = nt.num_rows == 0
+        hashes = [page_id("src").alias("s1"), check_hash("src").alias("s2"),
+                  page_id("dst").alias("d1"), check_hash("dst").alias("d2")]
+        et = to_arrow(edges.select(*(["src", "dst"] if link_urls else []), *hashes))
+        chunks = nt.column("url").chunks
+        if link_urls:
+            chunks = chunks + et.column("src").chunks + et.column("dst").chunks
+        urls = pa.chunked_array(chunks, type=pa.string())
         h1 = np.concatenate([_ints(nt, "h1"), _ints(et, "s1"), _ints(et, "d1")])
         h2 = np.concatenate([_ints(nt, "h2"), _ints(et, "s2"), _ints(et, "d2")])
-        return cls(urls, h1, h2, nt.num_rows, et.num_rows)
+        return cls(urls, h1, h2, nt.num_rows, et.num_rows, link_urls)
+
+
+def _link_only_urls(spark: SparkSession, edges: DataFrame, ids: np.ndarray) -> pa.Array:
+    """The URLs of the pages with xxhash64 ``ids`` (pages met only as link endpoints), in
+    the order of ``ids``: one job over the endpoints, filtered by a broadcast of the ids.
+    In a crawl they are few: the scoring job's nodes are the crawldb, which holds every
+    link target updatedb kept."""
+    wanted = F.broadcast(from_arrow(spark, pa.table({"h1": pa.array(ids, type=pa.int64())})))
+    ends = edges.select(F.col("src").alias("url")).union(edges.select(F.col("dst").alias("url")))
+    found = to_arrow(ends.withColumn("h1", page_id("url")).join(wanted, on="h1")
+                     .dropDuplicates(["h1"]).select("h1", "url"))
+    order = pd.Index(_ints(found, "h1")).get_indexer(ids)
+    return found.column("url").combine_chunks().take(pa.array(order))
 
 
 def _ints(table: pa.Table, name: str) -> np.ndarray:
@@ -112,6 +134,20 @@ def _take_sorted(values: pa.ChunkedArray, positions: np.ndarray) -> pa.Array:
     parts = [chunk.take(pa.array(positions[lo:hi] - start))
              for chunk, start, lo, hi in zip(values.chunks, bounds, cuts[:-1], cuts[1:]) if hi > lo]
     return pa.concat_arrays(parts) if parts else pa.array([], type=values.type)
+
+
+def _page_urls(spark: SparkSession, occ: _Occurrences, pages: _HashPages, edges: DataFrame) -> pa.Array:
+    """Each page's URL, in page order. Pages are numbered in order of first occurrence and
+    the nodes' occurrences come first, so the pages first met among the nodes are a prefix:
+    their URLs are taken from the nodes' strings, the rest's from the links' (shipped, or
+    fetched by :func:`_link_only_urls`)."""
+    if occ.link_urls:
+        return _take_sorted(occ.urls, pages.first)
+    from_nodes = int(np.searchsorted(pages.first, occ.k))
+    head = _take_sorted(occ.urls, pages.first[:from_nodes])
+    if from_nodes == len(pages.first):
+        return head
+    return pa.concat_arrays([head, _link_only_urls(spark, edges, pages.hashes[from_nodes:])])
 
 
 def _hash_ids(occ: _Occurrences) -> tuple[_HashPages, np.ndarray]:
@@ -206,7 +242,8 @@ def pagerank_driver(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, 
     to Spark as Arrow.
 
     One Spark job projects each URL occurrence to its xxhash64 (the page id) and its
-    Murmur3 hash (a collision check) and ships them with the URL strings. A pandas hash
+    Murmur3 hash (a collision check) and ships them, with the nodes' URL strings (see
+    :class:`_Occurrences` for the links' URLs). A pandas hash
     table makes the ids dense (numbered by first occurrence) and checks that no two URLs
     share an id (else the URLs themselves are dictionary-encoded: exact, slower). The CSR
     matrix is built once, the power iteration runs in numpy, and each page's URL is its first
@@ -216,9 +253,11 @@ def pagerank_driver(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, 
     occ = _Occurrences.collect(nodes, edges)
     try:
         pages, codes = _hash_ids(occ)
-        urls = _take_sorted(occ.urls, pages.first)
+        urls = _page_urls(spark, occ, pages, edges)
     except _Clash:
         log.warning("pagerank driver: two URLs share an xxhash64 id; encoding the URL strings")
+        if not occ.link_urls:
+            occ = _Occurrences.collect(nodes, edges, link_urls=True)
         pages, codes = _string_ids(occ)
         urls = pages.urls
     n = len(urls)
