@@ -86,7 +86,7 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         task = f"p{TaskContext.get().partitionId():05d}-{uuid.uuid4().hex[:12]}"  # see SPILL_NAME
         buffer: list[dict] = []
         parsed: list[dict] = []
-        totals = {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter()}
+        totals = _no_counters()
         chunk, last = 0, time.monotonic()
         spill_rows, spill_seconds = conf["fetcher.spill_rows"], conf["fetcher.spill_seconds"]
 
@@ -123,9 +123,14 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
     return run
 
 
+def _no_counters() -> dict:
+    """A task's counters before its first spill: rows, bytes, by_status and (when it parses) parse."""
+    return {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter()}
+
+
 def _task_counters(rows) -> dict:
-    """The tasks' counters summed: rows, bytes, by_status and (when they parsed) parse."""
-    total = {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter()}
+    """The tasks' counters summed (see :func:`_no_counters`)."""
+    total = _no_counters()
     for row in rows:
         task = json.loads(row["counters"])
         total["rows"] += task["rows"]
@@ -164,8 +169,12 @@ def _part_names(spark: SparkSession, parts_uri: str) -> set[str]:
 def spilled_once(spark: SparkSession, parts_uri: str) -> bool:
     """True when each partition's spill files come from one run of its task (see the module
     docstring): then no URL of the parts can repeat. A file named otherwise says False."""
+    return _one_run_each(_part_names(spark, parts_uri))
+
+
+def _one_run_each(names: set[str]) -> bool:
     runs: dict[str, set[str]] = {}
-    for name in _part_names(spark, parts_uri):
+    for name in names:
         match = SPILL_NAME.fullmatch(name)
         if match is None:
             return False
@@ -189,6 +198,11 @@ def _tally() -> list:
     status = F.col("fetch_status")
     return [F.count(F.lit(1)).alias("pages"), F.sum(F.length("content")).alias("bytes"),
             *(F.sum((status == s.value).cast("long")).alias(s.value) for s in FetchStatus)]
+
+
+def _content_counters(tally: dict) -> dict:
+    """pages, bytes and by_status of the fetch counters, from a :func:`_tally`."""
+    return {"pages": tally["pages"], "bytes": tally["bytes"] or 0, "by_status": by_status(tally)}
 
 
 def by_status(tally: dict) -> dict[str, int]:
@@ -241,9 +255,8 @@ def _finished_earlier(spark: SparkSession, crawl_dir: str, segment: str) -> dict
     stats = storage.read_text(spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "fetch.json"))
     if stats is None:      # died between the rename and the stats: count content/ again
         content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
-        tally = content.agg(*_tally()).first().asDict()
-        counters = {"segment": segment, "pages": tally["pages"], "bytes": tally["bytes"] or 0,
-                    "by_status": by_status(tally), "parsed": None}
+        counters = {"segment": segment, **_content_counters(content.agg(*_tally()).first().asDict()),
+                    "parsed": None}
     else:
         counters = json.loads(stats)
     parsed = counters.get("parsed")
@@ -275,20 +288,20 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     parse_now = conf["fetcher.parse"] and not resumed
     now_counters = fetch_remaining(spark, fetchlist, conf, now, parts_uri, parse_parts_uri if parse_now else None)
     counters = {"segment": segment, "fetched_now": now_counters["rows"], "resumed": resumed, "parsed": None}
-    if not resumed and spilled_once(spark, parts_uri):
+    if not resumed and _one_run_each(names := _part_names(spark, parts_uri)):
         # the parts hold each URL once, and the tasks counted them: rename, do not assemble
-        if parse_now and _part_names(spark, parse_parts_uri) == _part_names(spark, parts_uri):
+        if parse_now and _part_names(spark, parse_parts_uri) == names:
             _publish(spark, parse_parts_uri, crawl_dir, segment, "parse")
             counters["parsed"] = {"segment": segment, "pages": 0, "failed": 0, "outlinks": 0,
                                   **now_counters["parse"]}
             storage.write_stats(spark, crawl_dir, segment, "parse", counters["parsed"])
         _publish(spark, parts_uri, crawl_dir, segment, "content")
-        tally = {"pages": now_counters["rows"], **{st.value: now_counters["by_status"][st.value] for st in FetchStatus}}
-        counters.update(pages=now_counters["rows"], bytes=now_counters["bytes"], by_status=by_status(tally))
+        tally = {"pages": now_counters["rows"], "bytes": now_counters["bytes"],
+                 **{st.value: now_counters["by_status"][st.value] for st in FetchStatus}}
     else:
         content = assemble(_parts(spark, parts_uri))
         tally = storage.write_segment_part(content, crawl_dir, segment, "content", "content", *_tally())
-        counters.update(pages=tally["pages"], bytes=tally["bytes"] or 0, by_status=by_status(tally))
+    counters.update(_content_counters(tally))
     _drop(spark, parse_parts_uri)     # published, or left to the parse stage
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)
     return counters
