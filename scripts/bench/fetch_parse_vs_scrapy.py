@@ -410,20 +410,20 @@ def main() -> int:
         memory_peaks: dict[str, list[dict]] = {}   # variant -> peak RSS MB per repeat
         for rep in range(args.repeat):
             ck_items = None
-            for i, backend in enumerate(variants):
-                print(f"[{rep + 1}/{args.repeat}] crawlkit (Spark, {backend}) ...", file=sys.stderr)
-                conf = conf_for(backend)
+            for i, variant in enumerate(variants):
+                print(f"[{rep + 1}/{args.repeat}] crawlkit (Spark, {variant}) ...", file=sys.stderr)
+                conf = conf_for(variant)
                 ck = run_crawlkit_spark(spark, conf, urls, f"bench-{i}-{rep}", now, tree, web.pid, memory)
                 pages = ck["parse"]["pages"]
                 cpu_f, cpu_p = sum(ck["fetch_cpu"].values()), sum(ck["parse_cpu"].values())
                 wall = ck["fetch_wall_s"] + ck["parse_wall_s"]
                 by_kind = {k: round(ck["fetch_cpu"][k] + ck["parse_cpu"][k], 1) for k in ck["fetch_cpu"]}
-                add(f"crawlkit fetch+parse stages, Spark, parser {backend}", pages, wall, cpu_f + cpu_p,
+                add(f"crawlkit fetch+parse stages, Spark, parser {variant}", pages, wall, cpu_f + cpu_p,
                     ck["server_cpu_s"])
-                add(f"  fetch stage ({backend})", ck["fetch"]["pages"], ck["fetch_wall_s"], cpu_f, None)
-                add(f"  parse stage ({backend})", pages, ck["parse_wall_s"], cpu_p, None)
-                memory_peaks.setdefault(backend, []).append(ck["memory_mb"])
-                detail[f"crawlkit_{backend}_{rep}"] = {
+                add(f"  fetch stage ({variant})", ck["fetch"]["pages"], ck["fetch_wall_s"], cpu_f, None)
+                add(f"  parse stage ({variant})", pages, ck["parse_wall_s"], cpu_p, None)
+                memory_peaks.setdefault(variant, []).append(ck["memory_mb"])
+                detail[f"crawlkit_{variant}_{rep}"] = {
                     "fetch": ck["fetch"], "parse": ck["parse"], "cpu_s_by_process": by_kind,
                     "memory_mb": ck["memory_mb"],
                     "fetch_cpu_s_by_process": {k: round(v, 2) for k, v in ck["fetch_cpu"].items()},
@@ -432,7 +432,7 @@ def main() -> int:
                 if ck_items is None:
                     ck_items = items
                 else:
-                    detail[f"same_output_{variants[0]}_vs_{backend}"] = compare(ck_items, items)
+                    detail[f"same_output_{variants[0]}_vs_{variant}"] = compare(ck_items, items)
 
             if not args.skip_scrapy:
                 print(f"[{rep + 1}/{args.repeat}] Scrapy ...", file=sys.stderr)
@@ -489,9 +489,9 @@ def main() -> int:
     if scrapy_rss:
         print(f"  Scrapy (whole process): {max(scrapy_rss):.0f}")
     if scrapy and args.repeat > 1:
-        for backend in variants:
-            runs = measured[f"crawlkit fetch+parse stages, Spark, parser {backend}"]
-            print(f"\nratio per repeat, crawlkit ({backend}) / Scrapy pages per CPU-s: "
+        for variant in variants:
+            runs = measured[f"crawlkit fetch+parse stages, Spark, parser {variant}"]
+            print(f"\nratio per repeat, crawlkit ({variant}) / Scrapy pages per CPU-s: "
                   + ", ".join(f"{per_core(r) / per_core(q):.2f}" for r, q in zip(runs, scrapy)))
     print()
     print(json.dumps(detail, default=str))

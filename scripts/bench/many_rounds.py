@@ -10,10 +10,10 @@ round: the stage times, a full scan of the crawldb (what generate reads), and th
 files and bytes on disk.
 
     .venv/bin/python scripts/bench/many_rounds.py --n 1e5 --segment 1e4 --rounds 30 \
-        [--conf db.compact_files=0] [--json out.jsonl]
+        [--conf db.deletion_vectors=false] [--json out.jsonl]
 
 Each ``--conf`` is a crawlkit conf key=value (repeatable), so the same run can be made with
-and without crawldb maintenance.
+other settings.
 """
 from __future__ import annotations
 
