@@ -22,6 +22,15 @@ confidence (0.9: three dead and no live sibling; five dead and one live). Withou
 URL is never moved, and a directory that turns out live keeps its place. The rule names no
 site, pattern or tuned threshold: 1/2 is "dead is the likelier outcome", 0.9 a plain
 confidence level (0.8 and 0.95 gave the same recall in the WebKB screen, docs/focused.md).
+
+**Explored directories wait** (``focus.explored_directory_pages``). A directory from which
+the crawl has already fetched that many live pages has shown what it holds; its other
+hot-queue URLs are most often more of the same (a course's homework, lecture and exam pages
+behind its home page), and in a batch round they crowd out hot-queue URLs of directories
+not seen yet. So they form a second tier of the hot queue, behind the unexplored ones and
+ahead of the other queue: the round spreads over more sections of the topic. A diversity
+rule, like generate's per-host cap at a finer grain; it moves nothing out of the hot queue.
+(3 = the dead-link evidence's three siblings; 2 to 5 gave the same recall on WebKB.)
 """
 from __future__ import annotations
 
@@ -57,33 +66,46 @@ def dead_probability(dead: np.ndarray, live: np.ndarray) -> np.ndarray:
     return 1.0 - betainc(dead + 1.0, live + 1.0, 0.5)
 
 
-def dead_directories(crawldb: DataFrame, confidence: float) -> DataFrame:
-    """_dir: the directories whose fetched URLs make a new URL there dead with posterior
-    probability above ``confidence``. Only directories with more dead than live URLs can
-    qualify (for a confidence of at least 1/2), so the Arrow step sees few rows."""
+def directory_marks(crawldb: DataFrame, confidence: float, explored_pages: int) -> DataFrame:
+    """_dir, _dead, _explored: the directories whose fetched URLs make a new URL there dead
+    with posterior probability above ``confidence`` (0: none), and those with at least
+    ``explored_pages`` live URLs (0: none); only directories with a mark. Only directories
+    with more dead than live URLs can be dead (for a confidence of at least 1/2), so the
+    Arrow step sees few rows besides the explored ones."""
     judged = (crawldb.filter(F.col("status").isin(*LIVE, *DEAD))
               .select(directory(F.col("url")).alias("_dir"), F.col("status").isin(*DEAD).cast("long").alias("_d"))
               .groupBy("_dir").agg(F.sum("_d").alias("dead"), F.count("*").alias("judged"))
-              .select("_dir", "dead", (F.col("judged") - F.col("dead")).alias("live"))
-              .filter(F.col("dead") > F.col("live")))
+              .select("_dir", "dead", (F.col("judged") - F.col("dead")).alias("live")))
+    may_be_dead = (F.col("dead") > F.col("live")) if confidence > 0 else F.lit(False)
+    explored = (F.col("live") >= explored_pages) if explored_pages > 0 else F.lit(False)
+    judged = judged.filter(may_be_dead | explored).select("_dir", "dead", "live", explored.alias("_explored"))
 
-    def keep(batches):
+    def mark(batches):
         for batch in batches:
-            p = dead_probability(batch.column("dead").to_numpy(), batch.column("live").to_numpy())
-            yield pa.RecordBatch.from_arrays([batch.column("_dir").filter(pa.array(p > confidence))], ["_dir"])
+            dead, live = batch.column("dead").to_numpy(), batch.column("live").to_numpy()
+            is_dead = (dead > live) & (dead_probability(dead, live) > confidence) if confidence > 0 \
+                else np.zeros(len(dead), dtype=bool)
+            yield pa.RecordBatch.from_arrays([batch.column("_dir"), pa.array(is_dead), batch.column("_explored")],
+                                             ["_dir", "_dead", "_explored"])
 
-    return judged.mapInArrow(keep, "_dir string")
+    return judged.mapInArrow(mark, "_dir string, _dead boolean, _explored boolean")
 
 
 def with_queue(candidates: DataFrame, conf: Conf, crawldb: DataFrame | None = None) -> DataFrame:
-    """Adds ``_queue``: 0 for the hot queue, 1 for the rest (sorts first when ascending). With
-    ``crawldb`` and ``focus.dead_link_confidence`` > 0, hot-queue URLs in directories that the
-    crawl has found mostly dead join the rest (module doc)."""
+    """Adds ``_queue`` (sorts first when ascending): 0 for the hot queue, 1 for its URLs in
+    explored directories, 2 for the rest. With ``crawldb``, hot-queue URLs in directories the
+    crawl has found mostly dead join the rest (``focus.dead_link_confidence`` > 0) and those
+    in directories it has explored wait behind the others (``focus.explored_directory_pages``
+    > 0); module doc."""
     hot = in_hot_queue(conf)
+    explored = F.lit(False)
     confidence = float(conf["focus.dead_link_confidence"])
-    if crawldb is not None and confidence > 0:
-        dead = dead_directories(crawldb, confidence).withColumn("_dead", F.lit(True))
+    explored_pages = int(conf["focus.explored_directory_pages"])
+    if crawldb is not None and (confidence > 0 or explored_pages > 0):
+        marks = directory_marks(crawldb, confidence, explored_pages)
         candidates = (candidates.withColumn("_dir", directory(F.col("url")))
-                      .join(dead, on="_dir", how="left").drop("_dir"))
+                      .join(marks, on="_dir", how="left").drop("_dir"))
         hot = hot & ~F.coalesce(F.col("_dead"), F.lit(False))
-    return candidates.withColumn(QUEUE, F.when(hot, 0).otherwise(1)).drop("_dead")   # no-op without it
+        explored = F.coalesce(F.col("_explored"), F.lit(False))
+    queue = F.when(hot & ~explored, 0).when(hot, 1).otherwise(2)
+    return candidates.withColumn(QUEUE, queue).drop("_dead", "_explored")   # no-ops without them

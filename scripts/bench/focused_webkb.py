@@ -34,10 +34,14 @@ TOPIC_WORDS = ["course", "syllabus", "homework", "lecture", "assignment", "exam"
 SCOPE = [".cs.cornell.edu", ".cs.utexas.edu"]   # the two department webs (90% of the pages)
 AT = (100, 250, 500)
 FOCUS = {"focus.words": TOPIC_WORDS}
-PAPER = {**FOCUS, "focus.dead_link_confidence": 0.0}   # the paper's crawlers: no dead-link evidence
+PAPER = {**FOCUS, "focus.dead_link_confidence": 0.0,   # the paper's crawlers: no dead-link evidence,
+         "focus.explored_directory_pages": 0}   # no explored-directory tier
 CRAWLERS = {  # name -> conf overrides, in the order they run
     "breadth-first": {"scoring.scorer": "depth", "generate.policy": "score"},
-    "hot-queue modified, dead links (default)": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
+    "dead links, explored directories wait (default)": {**FOCUS, "scoring.scorer": "depth",
+                                                         "generate.policy": "hot_queue"},
+    "hot-queue modified, dead links": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue",
+                                       "focus.explored_directory_pages": 0},   # the default until session 16
     "focus": {**FOCUS, "scoring.scorer": "focus"},
     "focus, prior calibrated": {**FOCUS, "scoring.scorer": "focus", "focus.calibrate_prior": True},
     "hot-queue modified": {**PAPER, "scoring.scorer": "depth", "generate.policy": "hot_queue"},

@@ -9,9 +9,10 @@ so a single crawl cannot rank two policies. This script replays the same crawl i
 orders, paired: every policy sees the same tie orders as "hot-queue modified".
 
 Policies (policies() near the end): the first four mirror crawlkit's scorers and policies;
-"hot-queue modified, dead links (crawlkit)" is crawlkit's default focused policy
-(generate.policy = hot_queue with focus.dead_link_confidence); the rest are alternatives
-screened against it.
+"dead links, explored directories wait (crawlkit)" is crawlkit's default focused policy
+(generate.policy = hot_queue with focus.dead_link_confidence and
+focus.explored_directory_pages); "hot-queue modified, dead links" is the default before
+session 16 (no explored-directory tier); the rest are alternatives screened against those.
 
 Model (mirrors scripts/bench/focused_webkb.py and crawlkit's stages):
 
@@ -54,9 +55,9 @@ Checked against real crawls (rounds of 100):
   | focus              | 0.183/0.354/0.488       | 0.171/0.366/0.488 | 0.000/0.195/0.317         | 0.122/0.195/0.317 |
   | hot-queue modified | 0.207/0.476/-           | 0.207/0.476/-     | 0.000/0.341/0.402         | 0.134/0.341/0.402 |
   | hot-queue          | 0.171/0.366/-           | 0.171/0.366/-     | (not measured)            | 0.134/0.268/0.293 |
-  | dead links (crawlkit) | 0.207/0.476/0.610    | 0.207/0.476/0.610 | 0.171/0.341/0.402         | 0.134/0.341/0.402 |
+  | dead links         | 0.207/0.476/0.610       | 0.207/0.476/0.610 | 0.171/0.341/0.402         | 0.134/0.341/0.402 |
 
-  The crawlkit policy's real crawl (session 8) also reached the same 548 pages of the web in
+  The dead-links policy's real crawl (session 8) also reached the same 548 pages of the web in
   2,200 fetches as the simulator.
 
   The differences at K = 100 are the in-round order (round 3 straddles K = 100).
@@ -66,7 +67,7 @@ Usage, from the repository root (the first run also parses the archive into --ca
     .venv/bin/python scripts/bench/focused_webkb_sim.py                  # seed-42 ties, every policy
     .venv/bin/python scripts/bench/focused_webkb_sim.py --screen 20      # 20 tie orders, paired
     .venv/bin/python scripts/bench/focused_webkb_sim.py --screen 20 --topN 50 \\
-        --only "hot-queue modified" --only "hot-queue modified, dead links (crawlkit)" --confidence 0.8
+        --only "hot-queue modified" --only "dead links, explored directories wait (crawlkit)" --confidence 0.8
 """
 from __future__ import annotations
 
@@ -105,6 +106,7 @@ TIE_BREADTH = 0.001             # focus.tie_breadth
 MAX_DISTANCE = 8                # focus.max_distance
 HOT_MIN_COUNT = 10              # focus.hot_min_count
 HOT_QUEUE_DISTANCE = 3          # focus.hot_queue_distance (the paper's modified crawler)
+EXPLORED_PAGES = 3              # focus.explored_directory_pages
 
 _WORD = re.compile(r"[^\W\d_]+|\d+")
 _DIRECTORY = re.compile(r"^[^?#]*/")    # as crawlkit.stages.hot_queue
@@ -460,8 +462,8 @@ def _dead_dirs(st, confidence):
 
 
 def dead_directories(confidence):
-    """crawlkit's default (focus.dead_link_confidence): a hot-queue URL joins the other queue
-    when its directory is mostly dead (``_dead_dirs``)."""
+    """crawlkit's default before session 16 (focus.dead_link_confidence): a hot-queue URL
+    joins the other queue when its directory is mostly dead (``_dead_dirs``)."""
     def policy(st, cands):
         return {u: (_default_queue(st, u, confidence), st.depth[u]) for u in cands}
     return policy
@@ -470,6 +472,28 @@ def dead_directories(confidence):
 def _default_queue(st, u, confidence):
     """The default's queue of u: 0 hot, 1 the other."""
     return 0 if st.in_hot_queue(u) and directory(u) not in _dead_dirs(st, confidence) else 1
+
+
+def explored_directories(confidence, pages=EXPLORED_PAGES):
+    """crawlkit's default (focus.explored_directory_pages on top of the dead-link evidence): a
+    hot-queue URL whose directory has given ``pages`` parsed pages waits behind the other
+    hot-queue URLs, still ahead of the other queue."""
+    def policy(st, cands):
+        live = st.memo("live directories", lambda: _live_directories(st))
+        keys = {}
+        for u in cands:
+            q = _default_queue(st, u, confidence)
+            keys[u] = (q, q == 0 and live.get(directory(u), 0) >= pages, st.depth[u])
+        return keys
+    return policy
+
+
+def _live_directories(st):
+    """directory -> parsed pages fetched from it."""
+    counts = defaultdict(int)
+    for u in st.parsed:
+        counts[directory(u)] += 1
+    return counts
 
 
 def dead_directories_focus_tiebreak(confidence):
@@ -628,7 +652,10 @@ def policies(confidence):
         "hot-queue": hot_queue(0),
         "hot-queue modified": hot_queue(HOT_QUEUE_DISTANCE),
         "focus": focus,
-        "hot-queue modified, dead links (crawlkit)": dead_directories(confidence),
+        "dead links, explored directories wait (crawlkit)": explored_directories(confidence),
+        "hot-queue modified, dead links": dead_directories(confidence),
+        "dead links, explored directories wait (2 pages)": explored_directories(confidence, 2),
+        "dead links, explored directories wait (5 pages)": explored_directories(confidence, 5),
         "hot-queue modified, dead links (directory + siblings, 1/2)": evidence_demote,
         "hot-queue modified, smoothed 404 rate": smoothed_404_demote,
         "hot-queue modified, focus tie-break": focus_tiebreak,

@@ -1,5 +1,6 @@
 """The hot_queue generate policy: the hot queue first, each queue by score; caps and top-N;
-hot-queue URLs in directories the crawl found mostly dead moved to the other queue."""
+hot-queue URLs in directories the crawl found mostly dead moved to the other queue, those in
+directories it has explored behind the other hot-queue URLs."""
 from datetime import timedelta
 
 import numpy as np
@@ -97,6 +98,38 @@ def test_hot_urls_in_mostly_dead_directories_join_the_other_queue(crawldb, make_
 
 def test_the_papers_crawler_ignores_dead_links(crawldb, make_test_conf):
     got = dead_link_fetch_list(crawldb, make_test_conf, generate__policy="hot_queue",
-                               focus__dead_link_confidence=0.0)
+                               focus__dead_link_confidence=0.0, focus__explored_directory_pages=0)
     assert got == ["http://d.test/x/new.html?page=2/3", "http://e.test/y/new.html", "http://f.test/z/new.html",
                    "http://g.test/w/new.html", "http://d.test/other/new.html", "http://h.test/cold.html"]
+
+
+def explored_fetch_list(crawldb, make_test_conf, **conf):
+    later = NOW + timedelta(days=30)
+    rows = (judged_rows("http://x.test/a/", 0, 2)      # explored: 2 fetched + 1 not modified
+            + [{"url": "http://x.test/a/same.html", "status": "not_modified", "fetch_time": later}]
+            + judged_rows("http://y.test/b/", 0, 2)    # 2 live: not explored at the default 3
+            + judged_rows("http://z.test/c/", 8, 3))   # explored, but mostly dead (P = 0.927)
+    due = [("http://x.test/a/new.html", 0.9), ("http://z.test/c/new.html", 0.8),
+           ("http://y.test/b/new.html", 0.5), ("http://w.test/new.html", 0.1)]
+    rows += [{"url": u, "score": s, "scores": {"hot_link": 1.0}} for u, s in due]
+    rows.append({"url": "http://h.test/cold.html", "score": 0.95})
+    return [r.url for r in generate(crawldb(rows), make_test_conf(**conf), NOW, "s1").collect()]
+
+
+def test_hot_urls_of_explored_directories_wait_behind_the_other_hot_urls(crawldb, make_test_conf):
+    got = explored_fetch_list(crawldb, make_test_conf, generate__policy="hot_queue")
+    # x/a has given 3 live pages: its URL waits behind the unexplored hot URLs, ahead of the
+    # other queue; z/c is explored too, but its dead URLs send it to the other queue
+    assert got == ["http://y.test/b/new.html", "http://w.test/new.html", "http://x.test/a/new.html",
+                   "http://h.test/cold.html", "http://z.test/c/new.html"]
+
+
+def test_explored_directory_pages_sets_the_tier_and_zero_turns_it_off(crawldb, make_test_conf):
+    two = explored_fetch_list(crawldb, make_test_conf, generate__policy="hot_queue",
+                              focus__explored_directory_pages=2)
+    assert two == ["http://w.test/new.html", "http://x.test/a/new.html", "http://y.test/b/new.html",
+                   "http://h.test/cold.html", "http://z.test/c/new.html"]
+    off = explored_fetch_list(crawldb, make_test_conf, generate__policy="hot_queue",
+                              focus__explored_directory_pages=0)
+    assert off == ["http://x.test/a/new.html", "http://y.test/b/new.html", "http://w.test/new.html",
+                   "http://h.test/cold.html", "http://z.test/c/new.html"]
