@@ -41,7 +41,7 @@ CRAWLERS = {  # name -> conf overrides, in the order they run
     "dead links, explored directories wait (default)": {**FOCUS, "scoring.scorer": "depth",
                                                          "generate.policy": "hot_queue"},
     "hot-queue modified, dead links": {**FOCUS, "scoring.scorer": "depth", "generate.policy": "hot_queue",
-                                       "focus.explored_directory_pages": 0},   # the default until session 16
+                                       "focus.explored_directory_pages": 0},   # the default until 2026-12-03
     "focus": {**FOCUS, "scoring.scorer": "focus"},
     "focus, prior calibrated": {**FOCUS, "scoring.scorer": "focus", "focus.calibrate_prior": True},
     "hot-queue modified": {**PAPER, "scoring.scorer": "depth", "generate.policy": "hot_queue"},
