@@ -25,6 +25,12 @@ under the same file names, parse file first. When the parts become ``content/`` 
 and the two folders hold the same names, ``parse_parts/`` becomes ``parse/`` the same way and
 the counters say ``parsed``: the round's parse stage has nothing left to do. Else the parse
 parts are dropped and the parse stage parses ``content/`` as before.
+
+A task that ends with more than one spill file merges them into one (``fetcher.merge_spills``,
+parse and content alike), so a renamed ``content/`` holds one file per task, not one per
+spill: spills are small on the real web (a task waiting on polite hosts saves a few pages
+every ``spill_seconds``), and thousands of small files a segment weigh on HDFS and on every
+reader of the segment. A killed task leaves its spills as they are, to be resumed from.
 """
 from __future__ import annotations
 
@@ -50,6 +56,7 @@ from crawlkit.status import FetchStatus
 PARTS = "content_parts"
 PARSE_PARTS = "parse_parts"
 SPILL_NAME = re.compile(r"part-p(\d+)-([0-9a-f]{12})-\d+\.parquet")  # partition, run of the task
+MERGE_GROUP_BYTES = 64 << 20   # row-group size of a task's merged spill file (memory: ~ this + one spill)
 
 
 def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
@@ -95,6 +102,39 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
             pq.write_table(table, tmp, filesystem=fs)
             fs.move(tmp, f"{directory}/{name}")
 
+        def merge(fs, directory, names, name, file_schema):
+            """The files ``names`` of ``directory`` rewritten as one file, ``name`` (same
+            temporary-name protocol as ``write``), in row groups of ~MERGE_GROUP_BYTES."""
+            tmp = f"{directory}/_tmp-{name}"
+            with pq.ParquetWriter(tmp, file_schema, filesystem=fs) as writer:
+                group, size = [], 0
+                for spilled in names:
+                    table = pq.read_table(f"{directory}/{spilled}", filesystem=fs, schema=file_schema)
+                    group.append(table)
+                    size += table.nbytes
+                    if size >= MERGE_GROUP_BYTES:
+                        writer.write_table(pa.concat_tables(group))
+                        group, size = [], 0
+                if group:
+                    writer.write_table(pa.concat_tables(group))
+            fs.move(tmp, f"{directory}/{name}")
+
+        def merge_spills():
+            """One file per task instead of one per spill (module doc). The merged file takes
+            the next spill number, so it still names this run of the task; parse first, as in
+            ``spill``. A failure before the spills are gone leaves URLs twice under one run's
+            name, but a failed task is run again (or the fetch resumed), and then the parts
+            are assembled, which drops repeated URLs."""
+            names = [f"part-{task}-{i:05d}.parquet" for i in range(chunk)]
+            merged = f"part-{task}-{chunk:05d}.parquet"
+            if parse_folder is not None:
+                merge(parse_fs, parse_folder, names, merged, parse_schema)
+            merge(filesystem, folder, names, merged, schema)
+            for name in names:
+                filesystem.delete_file(f"{folder}/{name}")
+                if parse_folder is not None:
+                    parse_fs.delete_file(f"{parse_folder}/{name}")
+
         def spill():
             nonlocal chunk, last, buffer, parsed
             name = f"part-{task}-{chunk:05d}.parquet"
@@ -118,6 +158,8 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
                 spill()
         if buffer:
             spill()
+        if conf["fetcher.merge_spills"] and chunk > 1:
+            merge_spills()
         yield pa.RecordBatch.from_pydict({"counters": [json.dumps(totals)]},
                                          schema=pa.schema([("counters", pa.string())]))
     return run

@@ -7,7 +7,10 @@ nothing goes beyond it), picks K of its pages, and in the same run:
    partition) and runs the real stages ``run_fetch`` then ``run_parse`` in local Spark mode,
    politeness off (``server_delay = 0``, robots.txt off, several connections per host), in
    each ``--modes``: ``fused`` (the default ``fetcher.parse = true``: the fetch tasks parse,
-   and the parse stage has nothing left to do) and ``stage`` (``fetcher.parse = false``).
+   and the parse stage has nothing left to do), ``fused-nomerge`` (the same with
+   ``fetcher.merge_spills = false``: each task keeps its spill files instead of rewriting them
+   as one; the file counts of ``content/`` are printed per variant) and ``stage``
+   (``fetcher.parse = false``).
    CPU = user+system seconds of the driver's whole process tree (the driver Python, the JVM,
    pyspark's daemon and Python workers; reaped children included), the replay server excluded.
    The JVM start and a warm-up round on other URLs are not counted.
@@ -244,6 +247,7 @@ def run_crawlkit_spark(spark, conf, urls: list[str], segment: str, now, tree: Tr
     out["fetch_wall_s"], out["parse_wall_s"] = t1 - t0, t2 - t1
     out["fetch_cpu"], out["parse_cpu"] = TreeCpu.delta(c1, c0), TreeCpu.delta(c2, c1)
     out["server_cpu_s"] = s2 - s0
+    out["content_files"] = len(list(Path(conf["crawl.dir"], "segments", segment, "content").glob("*.parquet")))
     return out
 
 
@@ -336,7 +340,8 @@ def main() -> int:
                         help="parser.backend values to run crawlkit with, comma-separated (bs4 is the default)")
     parser.add_argument("--modes", default="fused,stage",
                         help="where crawlkit parses, comma-separated: fused (in the fetch tasks, "
-                             "fetcher.parse = true, the default) or stage (a parse stage of its own)")
+                             "fetcher.parse = true, the default), fused-nomerge (fused, "
+                             "fetcher.merge_spills = false) or stage (a parse stage of its own)")
     parser.add_argument("--warmup", type=int, default=300, help="URLs of an untimed crawlkit warm-up round")
     parser.add_argument("--repeat", type=int, default=1,
                         help="measure crawlkit and Scrapy this many times, alternating (the table shows medians)")
@@ -386,14 +391,15 @@ def main() -> int:
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    if set(modes) - {"fused", "stage"}:
-        parser.error(f"--modes: fused or stage, not {args.modes}")
+    if set(modes) - {"fused", "fused-nomerge", "stage"}:
+        parser.error(f"--modes: fused, fused-nomerge or stage, not {args.modes}")
     variants = [f"{b}, {m}" for b in backends for m in modes]   # "lxml, fused"
     profiler = None
     with ReplayServer([spec], workdir=workdir / "replay", changes="1:never") as web:
         def conf_for(variant: str):
             backend, _, mode = variant.partition(", ")
             return load_conf(overrides={"fetcher.parse": mode != "stage",
+                "fetcher.merge_spills": mode != "fused-nomerge",
                 "crawl.dir": str(workdir / "crawl"), "fetcher.proxy": web.proxy_url, "fetcher.server_delay": 0.0,
                 "fetcher.threads": args.threads, "fetcher.threads_per_host": args.per_host,
                 "fetcher.respect_robots": False, "generate.partitions": args.partitions,
@@ -425,7 +431,7 @@ def main() -> int:
                 memory_peaks.setdefault(variant, []).append(ck["memory_mb"])
                 detail[f"crawlkit_{variant}_{rep}"] = {
                     "fetch": ck["fetch"], "parse": ck["parse"], "cpu_s_by_process": by_kind,
-                    "memory_mb": ck["memory_mb"],
+                    "memory_mb": ck["memory_mb"], "content_files": ck["content_files"],
                     "fetch_cpu_s_by_process": {k: round(v, 2) for k, v in ck["fetch_cpu"].items()},
                     "parse_cpu_s_by_process": {k: round(v, 2) for k, v in ck["parse_cpu"].items()}}
                 items = crawlkit_outlinks(spark, conf, f"bench-{i}-{rep}")
@@ -485,6 +491,10 @@ def main() -> int:
           "executor in local mode / Python workers, summed: an upper bound):")
     for variant, peaks in memory_peaks.items():
         print(f"  crawlkit {variant}: " + " / ".join(str(max(p[k] for p in peaks)) for k in ("driver_py", "jvm", "workers")))
+    print("\nfiles in the segment's content/, per repeat:")
+    for variant in variants:
+        print(f"  crawlkit {variant}: " + ", ".join(str(detail[f"crawlkit_{variant}_{rep}"]["content_files"])
+                                                   for rep in range(args.repeat)))
     scrapy_rss = [v["max_rss_mb"] for k, v in detail.items() if k.startswith("scrapy_")]
     if scrapy_rss:
         print(f"  Scrapy (whole process): {max(scrapy_rss):.0f}")

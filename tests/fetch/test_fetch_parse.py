@@ -77,6 +77,31 @@ def test_fetch_tasks_parse_as_the_parse_stage_does(spark, replay, tmp_path):
     assert storage.segment_part_exists(spark, fused_dir, SEGMENT, "parse")
 
 
+def _part_files(crawl_dir: str, part: str) -> list[str]:
+    return sorted(p.name for p in (Path(crawl_dir) / "segments" / SEGMENT / part).glob("*.parquet"))
+
+
+def test_each_task_merges_its_spills_into_one_file(spark, replay, tmp_path):
+    merged_dir, kept_dir = _crawl_dir(spark, tmp_path, "merged"), _crawl_dir(spark, tmp_path, "kept")
+    merged = run_fetch(spark, _conf(replay, merged_dir), NOW, SEGMENT)
+    kept = run_fetch(spark, _conf(replay, kept_dir, fetcher__merge_spills=False), NOW, SEGMENT)
+    # 24 URLs in spills of 5: at least 5 spill files, but one file per task (2) once merged;
+    # the merged files still name one run of their task, so the folders were renamed
+    assert len(_part_files(kept_dir, "content")) >= 5
+    for part in ("content", "parse"):
+        assert 1 <= len(_part_files(merged_dir, part)) <= 2
+    assert _part_files(merged_dir, "parse") == _part_files(merged_dir, "content")
+    assert merged["parsed"] == kept["parsed"] and merged["parsed"]["pages"] == len(PAGES)
+    assert {k: merged[k] for k in ("pages", "bytes", "by_status")} == \
+        {k: kept[k] for k in ("pages", "bytes", "by_status")}
+    assert_df_equality(_part(spark, merged_dir, "parse").orderBy("url"),
+                       _part(spark, kept_dir, "parse").orderBy("url"))
+    same = ["url", "fetch_status", "http_status", "content_type", "content", "truncated", "error", "segment"]
+    assert_df_equality(_part(spark, merged_dir, "content").select(same).orderBy("url"),
+                       _part(spark, kept_dir, "content").select(same).orderBy("url"))
+    assert _segment_folders(merged_dir) == {"fetchlist", "content", "parse", "_stats"}
+
+
 def test_a_fetch_run_again_after_it_finished_fetches_nothing(spark, replay, tmp_path):
     crawl_dir = _crawl_dir(spark, tmp_path, "again")
     conf = _conf(replay, crawl_dir)
