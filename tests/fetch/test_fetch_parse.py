@@ -52,6 +52,15 @@ def _page_requests(replay, urls) -> int:
     return sum(1 for r in replay.access_log() if r["url"] in set(urls))
 
 
+def _assert_same_pages(spark, one_dir: str, other_dir: str) -> None:
+    """The same parse rows, and the same bodies (a fetch's time and duration differ by run)."""
+    assert_df_equality(_part(spark, one_dir, "parse").orderBy("url"),
+                       _part(spark, other_dir, "parse").orderBy("url"))
+    same = ["url", "fetch_status", "http_status", "content_type", "content", "truncated", "error", "segment"]
+    assert_df_equality(_part(spark, one_dir, "content").select(same).orderBy("url"),
+                       _part(spark, other_dir, "content").select(same).orderBy("url"))
+
+
 def test_fetch_tasks_parse_as_the_parse_stage_does(spark, replay, tmp_path):
     fused_dir, staged_dir = _crawl_dir(spark, tmp_path, "fused"), _crawl_dir(spark, tmp_path, "staged")
     fused = run_fetch(spark, _conf(replay, fused_dir), NOW, SEGMENT)
@@ -66,12 +75,7 @@ def test_fetch_tasks_parse_as_the_parse_stage_does(spark, replay, tmp_path):
     assert {k: fused[k] for k in ("pages", "bytes", "by_status")} == \
         {k: staged[k] for k in ("pages", "bytes", "by_status")}
     assert fused["by_status"] == {"success": len(PAGES), "not_found": 1, "unsupported_type": 1}
-    # the same parse rows, and the same bodies (a fetch's time and duration differ by run)
-    assert_df_equality(_part(spark, fused_dir, "parse").orderBy("url"),
-                       _part(spark, staged_dir, "parse").orderBy("url"))
-    same = ["url", "fetch_status", "http_status", "content_type", "content", "truncated", "error", "segment"]
-    assert_df_equality(_part(spark, fused_dir, "content").select(same).orderBy("url"),
-                       _part(spark, staged_dir, "content").select(same).orderBy("url"))
+    _assert_same_pages(spark, fused_dir, staged_dir)
     # the parts became the segment's parts: renamed, nothing left behind
     assert _segment_folders(fused_dir) == {"fetchlist", "content", "parse", "_stats"}
     assert storage.segment_part_exists(spark, fused_dir, SEGMENT, "parse")
@@ -94,11 +98,7 @@ def test_each_task_merges_its_spills_into_one_file(spark, replay, tmp_path):
     assert merged["parsed"] == kept["parsed"] and merged["parsed"]["pages"] == len(PAGES)
     assert {k: merged[k] for k in ("pages", "bytes", "by_status")} == \
         {k: kept[k] for k in ("pages", "bytes", "by_status")}
-    assert_df_equality(_part(spark, merged_dir, "parse").orderBy("url"),
-                       _part(spark, kept_dir, "parse").orderBy("url"))
-    same = ["url", "fetch_status", "http_status", "content_type", "content", "truncated", "error", "segment"]
-    assert_df_equality(_part(spark, merged_dir, "content").select(same).orderBy("url"),
-                       _part(spark, kept_dir, "content").select(same).orderBy("url"))
+    _assert_same_pages(spark, merged_dir, kept_dir)
     assert _segment_folders(merged_dir) == {"fetchlist", "content", "parse", "_stats"}
 
 
