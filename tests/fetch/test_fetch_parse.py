@@ -153,6 +153,30 @@ def test_a_resumed_fetch_assembles_content_and_the_parse_stage_parses_it(spark, 
     assert run_parse(spark, conf, SEGMENT, counters)["pages"] == len(PAGES)
 
 
+def test_a_fetch_killed_inside_a_merge_keeps_each_url_once(spark, replay, tmp_path):
+    crawl_dir = _crawl_dir(spark, tmp_path, "killed-merge")
+    conf = _conf(replay, crawl_dir)
+    half = spark.createDataFrame([fetch_row(u, segment=SEGMENT) for u in URLS[:10]], schemas.struct("fetchlist"))
+    parts = storage.absolute(storage.segment_path(crawl_dir, SEGMENT, PARTS))
+    assert fetch_remaining(spark, half, _conf(replay, crawl_dir, fetcher__merge_spills=False), NOW, parts)["rows"] == 10
+    # the run was killed after each task wrote its merged file (the next spill number of its
+    # run) and before it deleted its spills: every saved URL is there twice under one run
+    folder = Path(crawl_dir) / "segments" / SEGMENT / PARTS
+    runs: dict[str, list[Path]] = {}
+    for spill in sorted(folder.glob("part-*.parquet")):
+        runs.setdefault(spill.name.rsplit("-", 1)[0], []).append(spill)
+    for run, spills in runs.items():
+        merged = pa.concat_tables([pq.read_table(f) for f in spills])
+        pq.write_table(merged, folder / f"{run}-{len(spills):05d}.parquet")
+    saved = spark.read.parquet(parts)
+    assert saved.count() == 20 and saved.select("url").distinct().count() == 10
+    counters = run_fetch(spark, conf, NOW, SEGMENT)
+    assert counters["resumed"] and counters["fetched_now"] == len(URLS) - 10
+    assert counters["pages"] == len(URLS)
+    content = _part(spark, crawl_dir, "content")
+    assert content.count() == content.select("url").distinct().count() == len(URLS)
+
+
 def test_where_renaming_a_folder_copies_its_files_spark_copies_the_parts(spark, replay, tmp_path, monkeypatch):
     from crawlkit.stages import fetch
     assert fetch.renames_cheaply("/tmp/crawl") and fetch.renames_cheaply("hdfs://nn/crawl")
