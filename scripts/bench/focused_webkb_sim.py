@@ -11,8 +11,8 @@ orders, paired: every policy sees the same tie orders as "hot-queue modified".
 Policies (policies() near the end): the first four mirror crawlkit's scorers and policies;
 "dead links, explored directories wait (crawlkit)" is crawlkit's default focused policy
 (generate.policy = hot_queue with focus.dead_link_confidence and
-focus.explored_directory_pages); "hot-queue modified, dead links" is the default before
-session 16 (no explored-directory tier); the rest are alternatives screened against those.
+focus.explored_directory_pages); "hot-queue modified, dead links" is the default until
+2026-12-03 (no explored-directory tier); the rest are alternatives screened against those.
 
 Model (mirrors scripts/bench/focused_webkb.py and crawlkit's stages):
 
@@ -56,11 +56,14 @@ Checked against real crawls (rounds of 100):
   | hot-queue modified | 0.207/0.476/-           | 0.207/0.476/-     | 0.000/0.341/0.402         | 0.134/0.341/0.402 |
   | hot-queue          | 0.171/0.366/-           | 0.171/0.366/-     | (not measured)            | 0.134/0.268/0.293 |
   | dead links         | 0.207/0.476/0.610       | 0.207/0.476/0.610 | 0.171/0.341/0.402         | 0.134/0.341/0.402 |
+  | dead links, explored directories wait | 0.207/0.500/0.610 | 0.207/0.500/0.610 | 0.061/0.390/0.402 | 0.134/0.341/0.402 |
 
-  The dead-links policy's real crawl (session 8) also reached the same 548 pages of the web in
-  2,200 fetches as the simulator.
+  The dead-links policy's real crawl (session 8) also reached the same 548 pages of the web
+  in 2,200 fetches as the simulator, and the explored-directories policy's (2026-12-03) the
+  same 561.
 
-  The differences at K = 100 are the in-round order (round 3 straddles K = 100).
+  The differences at K = 100 (and at 250 fetches) are the in-round order: round 3 straddles
+  K = 100, and the real crawl counts fetches in fetched_at order.
 
 Usage, from the repository root (the first run also parses the archive into --cache)::
 
@@ -462,7 +465,7 @@ def _dead_dirs(st, confidence):
 
 
 def dead_directories(confidence):
-    """crawlkit's default before session 16 (focus.dead_link_confidence): a hot-queue URL
+    """crawlkit's default until 2026-12-03 (focus.dead_link_confidence): a hot-queue URL
     joins the other queue when its directory is mostly dead (``_dead_dirs``)."""
     def policy(st, cands):
         return {u: (_default_queue(st, u, confidence), st.depth[u]) for u in cands}
