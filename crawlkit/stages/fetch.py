@@ -90,7 +90,8 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
             parse_row = row_parser(conf)
             parse_fs, parse_folder = pafs.FileSystem.from_uri(parse_parts_uri)
             parse_fs.create_dir(parse_folder, recursive=True)
-        task = f"p{TaskContext.get().partitionId():05d}-{uuid.uuid4().hex[:12]}"  # see SPILL_NAME
+        context = TaskContext.get()   # None when called outside Spark (the benchmarks' in-process runs)
+        task = f"p{context.partitionId() if context else 0:05d}-{uuid.uuid4().hex[:12]}"  # see SPILL_NAME
         buffer: list[dict] = []
         parsed: list[dict] = []
         totals = _no_counters()
