@@ -4,11 +4,13 @@ For every URL of the segment the fetch outcome picks the new status through the 
 transition table (crawlkit.status), and the schedule picks the next fetch time. Outlinks of
 fetched pages (and redirect targets) that are not yet known become unfetched rows. The link
 table changes first (an append of the segment's links as their pages' new version, tagged
-``linkdb:<segment>``: crawlkit.linkdb), then the crawldb in one MERGE tagged
-``updatedb:<segment>``, whose commit marks the segment applied. A rerun after a crash (or by
-mistake) appends no link twice and skips an applied crawldb MERGE. New URLs go in the
-crawldb MERGE as inserts; with deletion vectors on, updated rows are marked rather than
-their files rewritten, so a round's cost follows the segment, not the crawldb or the links.
+``linkdb:<segment>``: crawlkit.linkdb), then the crawldb in one commit tagged
+``updatedb:<segment>``, which marks the segment applied: while generate's lock holds every
+segment URL's row (the usual case), an overwrite of the locked rows by their new version and
+the new URLs (``replace_locked_rows``); else a MERGE on URL (``merge_segment``). A rerun
+after a crash (or by mistake) appends no link twice and skips an applied crawldb commit.
+With deletion vectors on, the rows a commit replaces are marked rather than their files
+rewritten, so a round's cost follows the segment, not the crawldb or the links.
 """
 from __future__ import annotations
 
@@ -50,8 +52,9 @@ def outcomes(content: DataFrame, parsed: DataFrame) -> DataFrame:
 def transitioned_columns(db, o, conf: Conf, now: datetime) -> dict[str, Column]:
     """The columns updatedb changes in a segment URL's crawldb row, from that row (``db(name)``)
     and the URL's outcome (``o(name)``). One definition serves the select of
-    ``updated_entries`` and the SET of updatedb's MERGE, whose source carries the outcome
-    and whose target is the row itself."""
+    ``updated_entries`` (which the overwrite of the locked rows uses) and the SET of the
+    MERGE used when some lock no longer holds, whose source carries the outcome and whose
+    target is the row itself."""
     fs = o("fetch_status")
     same_signature = (fs == FetchStatus.SUCCESS.value) & o("signature").isNotNull() & \
         (o("signature") == db("signature"))
@@ -244,8 +247,8 @@ def _entries(targets: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime) 
 
 def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime,
              links_count: int | None = None) -> DataFrame:
-    """Crawldb rows for link targets not yet in the crawldb (depth = source depth + 1), apart
-    from the MERGE that inserts them (the scale benchmark writes these rows as its baseline)."""
+    """Crawldb rows for link targets not yet in the crawldb (depth = source depth + 1),
+    apart from the commit that adds them (the scale benchmark writes these rows as its baseline)."""
     bound = conf["db.broadcast_rows"]
     srcs = links.select(F.col("src").alias("url")).distinct()
     sources = _probe(crawldb.select("url", "depth"), srcs, links_count, bound)
@@ -254,7 +257,7 @@ def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime,
 
 
 def segment_state(crawldb: DataFrame, segment_urls: DataFrame, rows: int, bound: int) -> DataFrame:
-    """What updatedb reads of the crawldb before its MERGE: for the segment's URLs only, the
+    """What updatedb reads of the crawldb before its commit: for the segment's URLs only, the
     columns their new status follows from (for the counters) and their depth (for their
     links' targets). Parquet reads these five columns of the crawldb, not the whole rows."""
     state = crawldb.select("url", "depth", "status", "signature", "retries")
@@ -289,24 +292,70 @@ def small(df: DataFrame, rows: int, max_rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= max_rows else df
 
 
-def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
-    """Apply ``segment``: the link append, then the crawldb MERGE that marks it applied, then
-    a compaction of the link table when it is due (``db.links_compact_ratio``).
+def replaced_rows(locked: DataFrame, outcome: DataFrame, rows: int, bound: int, conf: Conf,
+                  now: datetime) -> DataFrame:
+    """The new version of the rows locked into a segment: transitioned where the segment has
+    an outcome for the URL, unchanged (still locked) where it has none."""
+    outcome = small(outcome, rows, bound)
+    kept = locked.join(outcome.select("url"), on="url", how="left_anti")
+    return schemas.conform(updated_entries(locked, outcome, conf, now), "crawldb").unionByName(kept)
 
-    The crawldb's rows are read whole only by the MERGE: its source holds each segment URL's
-    outcome, and the MERGE applies ``transitioned_columns`` to the row it matches. Before it,
-    two narrow scans: five columns of the segment URLs' rows (their depth, for their links'
-    targets, and what their new status follows from, for the counters), and the URL column
-    against the links' targets, so that the source holds only targets that are new. While
-    generate's lock holds all the segment's rows, the first scan and the MERGE's search for
-    the rows it updates read only the files holding them (``locked_by``); the target probe
-    reads the URL column of the whole crawldb, as finding out that a URL is new must. (Left
-    to the MERGE, the known targets would make it rewrite every file that holds one: 6
-    files instead of 2 at 10^6 rows, slower than the scan.) The source is checkpointed
-    (``localCheckpoint``), so Delta need not materialize it again; the segment's side of
-    every join with the crawldb is broadcast up to ``db.broadcast_rows`` rows, so the
-    crawldb is scanned rather than shuffled; the one exception is the insert pass of the
-    MERGE, an outer join that keeps the source, which Spark will not broadcast.
+
+def replace_locked_rows(crawldb: DataFrame, outcome: DataFrame, fresh: DataFrame, segment: str, rows: int,
+                        bound: int, db_path: str, conf: Conf, now: datetime) -> int:
+    """Apply the segment while generate's lock holds all its URLs' rows: one overwrite of the
+    rows ``generated_segment = segment`` by their new version plus the new URLs (Delta's
+    ``replaceWhere``: one commit that removes the lock's files and adds the written ones).
+    Nothing is joined with the crawldb's other rows, so this costs about an append of the
+    segment's rows; a MERGE would join the source with the target in an outer join and
+    shuffle both. ``fresh`` holds only URLs the crawldb lacks (``_unknown``), so the new
+    version holds each URL once. Returns the number of new URLs."""
+    locked = crawldb.filter(locked_by(segment))
+    written = replaced_rows(locked, outcome, rows, bound, conf, now).unionByName(fresh)
+    predicate = f"generated_segment = '{segment.replace(chr(39), chr(39) * 2)}'"
+    # the written rows are no longer locked, so Delta's check that they match the predicate
+    # must be off for this write
+    with storage.session_setting(locked.sparkSession, "spark.databricks.delta.replaceWhere.constraintCheck.enabled",
+                                 "false"):
+        written.write.format("delta").mode("overwrite").option("replaceWhere", predicate).save(db_path)
+    return fresh.count()
+
+
+def merge_segment(table, outcome: DataFrame, fresh: DataFrame, conf: Conf, now: datetime) -> int:
+    """Apply the segment by a MERGE on URL, when some of its rows are no longer under its
+    lock (expired and taken by a later segment): each segment URL's row gets
+    ``transitioned_columns``, the new URLs are inserted. Returns the number inserted."""
+    spark = outcome.sparkSession
+    source = merge_source(outcome, fresh).localCheckpoint(eager=True)
+    rows = source.count()
+    with storage.merge_source_materialized(spark):
+        merged = (table.alias("db").merge(small(source, rows, conf["db.broadcast_rows"]).alias("s"),
+                                          F.col("db.url") == F.col("s.url"))
+                  .whenMatchedUpdate(condition="NOT s._new",
+                                     set=transitioned_columns(_prefixed("db."), _prefixed("s.o_"), conf, now))
+                  .whenNotMatchedInsert(condition="s._new",
+                                        values={c: F.col(f"s.{c}") for c in schemas.columns("crawldb")})
+                  .execute().first())
+    return merged["num_inserted_rows"]
+
+
+def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
+    """Apply ``segment``: the link append, then the crawldb commit that marks it applied,
+    then a compaction of the link table when it is due (``db.links_compact_ratio``).
+
+    Before the commit, two narrow scans of the crawldb: five columns of the segment URLs'
+    rows (their depth, for their links' targets, and what their new status follows from,
+    for the counters), and the URL column against the links' targets, so that only targets
+    that are new become rows. While generate's lock holds all the segment's rows, the first
+    scan and the commit read only the files holding them (``locked_by``), and the commit is
+    an overwrite of those rows (``replace_locked_rows``): no join with the rest of the
+    crawldb. The target probe reads the URL column of the whole crawldb, as finding out that
+    a URL is new must. Otherwise (a lock expired and taken by a later segment, a URL no
+    longer there) the state is read from the whole crawldb and a MERGE applies the segment
+    (``merge_segment``). The new rows are checkpointed (``localCheckpoint``) so that neither
+    path computes them twice; the segment's side of every join with the crawldb is
+    broadcast up to ``db.broadcast_rows`` rows, so the crawldb is scanned rather than
+    shuffled.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
@@ -335,7 +384,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     outcome = outcomes(content, parsed)
     # The segment's rows, read from its own files when generate's lock still holds every one
     # of them (the usual case); else (a lock expired and taken by a later segment, a URL no
-    # longer there) from the whole crawldb, as the MERGE then must.
+    # longer there) from the whole crawldb, as the MERGE (merge_segment) then must.
     urls = content.select("url")
     state = segment_state(crawldb.filter(locked_by(segment)), urls, segment_urls,
                           bound).localCheckpoint(eager=True)
@@ -346,21 +395,15 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     # the targets feed the probe, the join with what it finds and the new rows: computed once
     targets = link_targets(links, state, urls).localCheckpoint(eager=True)
     targets = _unknown(targets, crawldb, targets.count(), bound)
-    source = merge_source(outcome, _entries(targets, crawldb, conf, now)).localCheckpoint(eager=True)
-    rows = source.count()
-    crawldb_columns = schemas.columns("crawldb")
-    with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
-        condition = F.col("db.url") == F.col("s.url")
+    fresh = _entries(targets, crawldb, conf, now).localCheckpoint(eager=True)
+    with storage.commit_tag(spark, tag):
         if all_locked:
-            condition = condition & locked_by(segment, "db")
-        merged = (table.alias("db").merge(small(source, rows, bound).alias("s"), condition)
-                  .whenMatchedUpdate(condition="NOT s._new",
-                                     set=transitioned_columns(_prefixed("db."), _prefixed("s.o_"), conf, now))
-                  .whenNotMatchedInsert(condition="s._new",
-                                        values={c: F.col(f"s.{c}") for c in crawldb_columns})
-                  .execute().first())
+            new_count = replace_locked_rows(crawldb, outcome, fresh, segment, segment_urls, bound, db_path,
+                                            conf, now)
+        else:
+            new_count = merge_segment(table, outcome, fresh, conf, now)
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
-                "new_urls": merged["num_inserted_rows"],
+                "new_urls": new_count,
                 "version": storage.table_version(spark, db_path)}
     if linkdb.due_for_compaction(spark, link_path, conf["db.links_compact_ratio"]):
         counters["link_compaction"] = linkdb.compact(spark, link_path, f"{linkdb.COMPACT_TAG}:{segment}")

@@ -81,7 +81,8 @@ MB = 2 ** 20
 DELTA_METRICS = ("numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsCopied",
                  "numTargetFilesAdded", "numTargetFilesRemoved", "numTargetBytesAdded",
                  "numTargetBytesRemoved", "numTargetDeletionVectorsAdded", "numFiles",
-                 "numOutputRows", "numOutputBytes", "scanTimeMs", "rewriteTimeMs", "executionTimeMs")
+                 "numOutputRows", "numOutputBytes", "scanTimeMs", "rewriteTimeMs", "executionTimeMs",
+                 "numRemovedFiles", "numDeletedRows", "numCopiedRows", "numDeletionVectorsAdded")
 
 
 class MemorySampler:
@@ -492,15 +493,25 @@ def ratio(row: dict, baseline: str) -> str:
     return f"{row['updatedb_big'] / row[baseline]:.2f}" if row.get(baseline) else "–"
 
 
+def crawldb_commit(d: dict) -> dict:
+    """updatedb's crawldb commit in the MERGE's metric names: the overwrite of the locked rows
+    (a WRITE) names its files and rows otherwise."""
+    if "numTargetFilesRemoved" in d or "numRemovedFiles" not in d:
+        return d
+    return {"numTargetFilesRemoved": d["numRemovedFiles"], "numTargetFilesAdded": d.get("numFiles", "?"),
+            "numTargetRowsCopied": int(d.get("numCopiedRows", 0)),
+            "numTargetDeletionVectorsAdded": d.get("numDeletionVectorsAdded", 0)}
+
+
 def ratio_table(rows: list[dict]) -> list[str]:
     out = ["| N | K (big segment) | rows written (K updated + new) | updatedb s | append to crawldb s "
-           "| write as new table s | updatedb / append | updatedb / write | crawldb MERGE: files removed "
+           "| write as new table s | updatedb / append | updatedb / write | crawldb commit: files removed "
            "/ added, rows copied, DVs added | link compaction s (amortized per round) |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         if "updatedb_big" not in r:
             continue
-        d = r.get("delta_updatedb_big", {})
+        d = crawldb_commit(r.get("delta_updatedb_big", {}))
         out.append(f"| {r['N']:,} | {r['big']['K']:,} | {r['big']['rows']:,} | {fmt(r['updatedb_big'])} "
                    f"| {fmt(r.get('append_big'))} | {fmt(r.get('write_big'))} "
                    f"| **{ratio(r, 'append_big')}** | {ratio(r, 'write_big')} "

@@ -2,6 +2,7 @@
 from datetime import datetime, timedelta
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from crawlkit import linkdb, schemas, storage
@@ -184,10 +185,11 @@ def _sortable(df):
                       for c, t in df.dtypes])
 
 
-@pytest.mark.parametrize("locks", ["none, and a stray URL", "all", "one taken by a later segment"])
-def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(spark, tmp_path, locks):
-    """run_updatedb applies ``transitioned_columns`` inside its MERGE and lets the MERGE find the new
-    link targets; the crawldb it leaves equals the old rows not in the segment, plus
+@pytest.mark.parametrize("locks", ["none, and a stray URL", "all", "all, without deletion vectors",
+                                   "one taken by a later segment"])
+def test_the_commit_writes_what_the_select_of_updated_entries_and_new_urls_gives(spark, tmp_path, locks):
+    """run_updatedb applies ``transitioned_columns`` in its one crawldb commit (an overwrite of the
+    locked rows, or a MERGE); the crawldb it leaves equals the old rows not in the segment, plus
     ``updated_entries`` (a join and a select) and ``new_urls`` (probes of the crawldb)
     computed from the crawldb before. Outcomes cover every transition with metadata, a
     signature, a redirect and a retry past the maximum; links go to segment URLs, known URLs
@@ -195,15 +197,19 @@ def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(
     segment's rows, which lets updatedb read only the segment's files when it holds for
     every row (``all``); else it reads the whole crawldb: rows never locked and a segment
     URL not in the crawldb (as a segment of hand-made rows), or one lock taken over by a
-    later segment after it expired (that row is updated and its lock released all the same)."""
+    later segment after it expired (that row is updated and its lock released all the same).
+    Without deletion vectors the locked rows share files with others, which the overwrite of
+    the locked rows must copy."""
     from chispa import assert_df_equality
 
     from crawlkit.stages.updatedb import new_urls, segment_links
     crawl_dir = str(tmp_path / "crawl")
-    conf = make_conf(crawl__dir=crawl_dir, db__retry_max=1)
+    vectors = not locks.endswith("without deletion vectors")
+    conf = make_conf(crawl__dir=crawl_dir, db__retry_max=1, db__deletion_vectors=vectors)
     path = storage.crawldb_path(crawl_dir)
-    table = storage.ensure_table(spark, path, "crawldb")
+    table = storage.ensure_table(spark, path, "crawldb", deletion_vectors=vectors)
     lock = {"none, and a stray URL": lambda i: None, "all": lambda i: "s1",
+            "all, without deletion vectors": lambda i: "s1" if i < 6 else None,
             "one taken by a later segment": lambda i: "s2" if i == 3 else "s1"}[locks]
     old = [{"url": f"http://h{i}.test/", "host": f"h{i}.test", "status": status, "retries": retries,
             "depth": i % 3, "signature": "S" if i % 2 else None, "etag": "e-old",
@@ -242,9 +248,17 @@ def test_the_merge_writes_what_the_select_of_updated_entries_and_new_urls_gives(
     untouched = before.join(expected_updates.select("url"), on="url", how="left_anti")
     expected = schemas.conform(untouched.unionByName(expected_updates).unionByName(expected_new), "crawldb")
 
+    version = storage.table_version(spark, path)
     counters = run_updatedb(spark, conf, NOW, "s1")
     got = storage.read_table(spark, path, "crawldb")
     assert_df_equality(_sortable(got), _sortable(expected), ignore_row_order=True, ignore_nullable=True)
+    # one commit applies the segment (a crash before it leaves the crawldb as it was): while the
+    # lock holds every row, an overwrite of the locked rows; else a MERGE
+    commits = DeltaTable.forPath(spark, path).history().filter(f"version > {version}").collect()
+    assert [(c.operation, c.userMetadata) for c in commits] == \
+        [("WRITE" if locks.startswith("all") else "MERGE", "updatedb:s1")]
+    if not vectors:   # the unlocked rows of the lock's files were copied, none lost (equality above)
+        assert int(commits[0].operationMetrics["numCopiedRows"]) > 0
     assert counters["new_urls"] == expected_new.count() == (5 if stray else 4)   # moved, a, b, c (, d)
     assert counters["by_status"] == {r["status"]: r["count"] for r in
                                      expected_updates.groupBy("status").count().collect()}
