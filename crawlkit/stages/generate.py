@@ -145,12 +145,20 @@ def run_generate(spark: SparkSession, conf: Conf, now: datetime, segment: str | 
     return counters
 
 
-def locked_by(segment: str, alias: str | None = None) -> Column:
+def locked_by(segment: str) -> Column:
     """Rows that generate locked into ``segment`` (``run_generate``'s lock).
 
     The lock is a MERGE, and with deletion vectors a MERGE writes the rows it updates
     to new files: a segment's rows end up together in a few files whose statistics say
-    ``generated_segment`` = that segment. A read or a MERGE with this predicate therefore
-    opens those files only (Delta's data skipping), so reading or releasing a segment's rows
-    (updatedb, abandoning a segment) costs O(segment), not O(crawldb)."""
-    return F.col(f"{alias}.generated_segment" if alias else "generated_segment") == F.lit(segment)
+    ``generated_segment`` = that segment. A read, a MERGE or an overwrite with this
+    predicate therefore opens those files only (Delta's data skipping), so reading,
+    releasing or replacing a segment's rows (updatedb, abandoning a segment) costs
+    O(segment), not O(crawldb)."""
+    return F.expr(locked_by_sql(segment))
+
+
+def locked_by_sql(segment: str) -> str:
+    """``locked_by`` as SQL, for the APIs that take a predicate as text (Delta's
+    ``replaceWhere``)."""
+    quoted = segment.replace("'", "''")
+    return f"generated_segment = '{quoted}'"

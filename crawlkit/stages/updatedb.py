@@ -23,7 +23,7 @@ from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.crawldb import new_entries
 from crawlkit.schedule import next_interval
-from crawlkit.stages.generate import locked_by
+from crawlkit.stages.generate import locked_by, locked_by_sql
 from crawlkit.status import COUNTS_AS_FAILURE, TRANSITIONS, FetchStatus, Schedule, Status
 
 # Outcomes after which a page's links are known afresh (its old links are replaced).
@@ -302,7 +302,7 @@ def replaced_rows(locked: DataFrame, outcome: DataFrame, rows: int, bound: int, 
 
 
 def replace_locked_rows(crawldb: DataFrame, outcome: DataFrame, fresh: DataFrame, segment: str, rows: int,
-                        bound: int, db_path: str, conf: Conf, now: datetime) -> int:
+                        db_path: str, conf: Conf, now: datetime) -> int:
     """Apply the segment while generate's lock holds all its URLs' rows: one overwrite of the
     rows ``generated_segment = segment`` by their new version plus the new URLs (Delta's
     ``replaceWhere``: one commit that removes the lock's files and adds the written ones).
@@ -311,13 +311,12 @@ def replace_locked_rows(crawldb: DataFrame, outcome: DataFrame, fresh: DataFrame
     shuffle both. ``fresh`` holds only URLs the crawldb lacks (``_unknown``), so the new
     version holds each URL once. Returns the number of new URLs."""
     locked = crawldb.filter(locked_by(segment))
-    written = replaced_rows(locked, outcome, rows, bound, conf, now).unionByName(fresh)
-    predicate = f"generated_segment = '{segment.replace(chr(39), chr(39) * 2)}'"
+    written = replaced_rows(locked, outcome, rows, conf["db.broadcast_rows"], conf, now).unionByName(fresh)
     # the written rows are no longer locked, so Delta's check that they match the predicate
     # must be off for this write
     with storage.session_setting(locked.sparkSession, "spark.databricks.delta.replaceWhere.constraintCheck.enabled",
                                  "false"):
-        written.write.format("delta").mode("overwrite").option("replaceWhere", predicate).save(db_path)
+        written.write.format("delta").mode("overwrite").option("replaceWhere", locked_by_sql(segment)).save(db_path)
     return fresh.count()
 
 
@@ -398,8 +397,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     fresh = _entries(targets, crawldb, conf, now).localCheckpoint(eager=True)
     with storage.commit_tag(spark, tag):
         if all_locked:
-            new_count = replace_locked_rows(crawldb, outcome, fresh, segment, segment_urls, bound, db_path,
-                                            conf, now)
+            new_count = replace_locked_rows(crawldb, outcome, fresh, segment, segment_urls, db_path, conf, now)
         else:
             new_count = merge_segment(table, outcome, fresh, conf, now)
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
