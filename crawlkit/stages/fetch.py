@@ -39,6 +39,7 @@ import re
 import time
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Iterator
 
@@ -63,6 +64,16 @@ def _to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
     columns = {name: [row.get(name) for row in rows] for name in schema.names}
     columns["headers"] = [list(h.items()) if h else None for h in columns["headers"]]
     return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+@contextmanager
+def _written_as(fs, directory: str, name: str) -> Iterator[str]:
+    """The path to write the spill file ``name`` of ``directory`` to: a ``_tmp-`` file, moved
+    to ``name`` once the block has written it whole, so that a reader of the parts (or a
+    resumed fetch) never sees half a file."""
+    tmp = f"{directory}/_tmp-{name}"
+    yield tmp
+    fs.move(tmp, f"{directory}/{name}")
 
 
 def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: ProgressSink | None,
@@ -99,15 +110,14 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         spill_rows, spill_seconds = conf["fetcher.spill_rows"], conf["fetcher.spill_seconds"]
 
         def write(fs, directory, name, table):
-            tmp = f"{directory}/_tmp-{name}"
-            pq.write_table(table, tmp, filesystem=fs)
-            fs.move(tmp, f"{directory}/{name}")
+            with _written_as(fs, directory, name) as tmp:
+                pq.write_table(table, tmp, filesystem=fs)
 
         def merge(fs, directory, names, name, file_schema):
-            """The files ``names`` of ``directory`` rewritten as one file, ``name`` (same
-            temporary-name protocol as ``write``), in row groups of ~MERGE_GROUP_BYTES."""
-            tmp = f"{directory}/_tmp-{name}"
-            with pq.ParquetWriter(tmp, file_schema, filesystem=fs) as writer:
+            """The files ``names`` of ``directory`` rewritten as one file, ``name``, in row
+            groups of ~MERGE_GROUP_BYTES."""
+            with _written_as(fs, directory, name) as tmp, \
+                    pq.ParquetWriter(tmp, file_schema, filesystem=fs) as writer:
                 group, size = [], 0
                 for spilled in names:
                     table = pq.read_table(f"{directory}/{spilled}", filesystem=fs, schema=file_schema)
@@ -118,7 +128,6 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
                         group, size = [], 0
                 if group:
                     writer.write_table(pa.concat_tables(group))
-            fs.move(tmp, f"{directory}/{name}")
 
         def merge_spills():
             """One file per task instead of one per spill (module doc). The merged file takes

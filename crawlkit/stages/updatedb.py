@@ -199,7 +199,9 @@ def with_domain(df: DataFrame) -> DataFrame:
         from crawlkit.urls import domain_of
         for batch in batches:
             hosts = batch.column(0).to_pylist()
-            yield pa.RecordBatch.from_pydict({"host": hosts, "domain": [domain_of(h) if h else None for h in hosts]})
+            # typed: a batch of null hosts alone would otherwise be inferred as Arrow's null type
+            yield pa.RecordBatch.from_pydict({"host": hosts, "domain": [domain_of(h) if h else None for h in hosts]},
+                                             schema=pa.schema([("host", pa.string()), ("domain", pa.string())]))
     hosts = df.select("host").distinct().mapInArrow(domains, "host string, domain string")
     return df.join(hosts, on="host", how="left")
 

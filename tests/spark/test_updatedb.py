@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import make_conf
-from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries
+from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries, with_domain
 from crawlkit.status import FetchStatus, Schedule, Status, transition
 
 from sparkhelpers import crawldb_rows
@@ -110,6 +110,18 @@ def test_a_page_reached_through_inline_redirects_gets_its_redirect_link_once(spa
     links = sorted((r.src, r.dst, dict(r.meta)["kind"]) for r in linkdb.read_current(spark, crawl_dir).collect())
     assert links == [("http://a.test/dir", "http://a.test/dir/", "redirect"),
                      ("http://a.test/dir", "http://a.test/dir/x", "a")]
+
+
+def test_each_new_row_gets_the_registrable_domain_of_its_own_host(spark):
+    # one Arrow batch per row and two partitions: hosts repeated across partitions, and a
+    # batch whose only host is missing (an untyped all-null batch once broke the stage)
+    hosts = ["a.b.example.co.uk", "www.example.com", None, "a.b.example.co.uk", "10.1.2.3", "www.example.com"]
+    df = spark.createDataFrame([(f"u{i}", h) for i, h in enumerate(hosts)], "url string, host string").repartition(2)
+    with storage.session_setting(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", "1"):
+        got = {r.url: (r.host, r.domain) for r in with_domain(df).collect()}
+    assert got == {"u0": ("a.b.example.co.uk", "example.co.uk"), "u1": ("www.example.com", "example.com"),
+                   "u2": (None, None), "u3": ("a.b.example.co.uk", "example.co.uk"),
+                   "u4": ("10.1.2.3", "10.1.2.3"), "u5": ("www.example.com", "example.com")}
 
 
 def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_path):
