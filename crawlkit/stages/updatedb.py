@@ -18,6 +18,7 @@ from datetime import datetime
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import Conf
@@ -135,7 +136,7 @@ def redirected_page() -> Column:
 
 
 def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: datetime, *,
-                  redirected_pages: bool = True) -> DataFrame:
+                  redirects: bool = True, redirected_pages: bool = True) -> DataFrame:
     """Links found in the segment: followable outlinks of parsed pages plus redirects.
 
     parse keeps a page's outlinks unique and content has one row per URL, so the one
@@ -145,7 +146,8 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
     ``fetcher.follow_redirects = 0``) the links are a projection with no shuffle; with them a
     window on (src, dst) keeps the redirect link. (parse drops that outlink as a self-link
     unless ``parser.ignore_same_page_links`` is off, but segments parsed before it did so
-    may hold one.)"""
+    may hold one.) ``redirects`` false says no content row has a ``redirect_url`` (the caller
+    counted them): the redirect links, and their URL filter's Python pass, are skipped."""
     follow = parsed if conf["db.ignore_nofollow"] else parsed.filter(~F.col("nofollow"))
     cap = conf["db.max_outlinks_per_page"]
     outlinks = (follow.select("url", F.posexplode(F.slice("outlinks", 1, cap)).alias("pos", "link"))
@@ -155,13 +157,13 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
     if not conf["db.ignore_nofollow"]:
         outlinks = outlinks.filter(~F.col("nofollow"))
     links = outlinks
-    if conf["db.redirect_as_link"]:
-        redirects = accepted_urls(content.filter(F.col("redirect_url").isNotNull()), "redirect_url", conf).select(
+    if conf["db.redirect_as_link"] and redirects:
+        redirect_links = accepted_urls(content.filter(F.col("redirect_url").isNotNull()), "redirect_url", conf).select(
             F.col("url").alias("src"), F.col("redirect_url").alias("dst"), F.lit(-1).alias("pos"),
             F.lit(None).cast("string").alias("anchor"),
             F.create_map(F.lit("kind"), F.lit("redirect")).alias("meta"),
             F.lit(False).alias("nofollow"))
-        links = links.unionByName(redirects)
+        links = links.unionByName(redirect_links)
         if redirected_pages:
             first = Window.partitionBy("src", "dst").orderBy("pos")
             links = links.withColumn("_n", F.row_number().over(first)).filter("_n = 1")
@@ -192,18 +194,21 @@ def host_expr(column: str) -> Column:
 
 
 def with_domain(df: DataFrame) -> DataFrame:
-    """Add the registrable domain, computed once per distinct host with crawlkit.urls.domain_of
-    (the public suffix list is Python-only; hosts are few compared to URLs)."""
+    """Add the registrable domain of each row's host by crawlkit.urls.domain_of (the public
+    suffix list is Python-only), memoized per host in each task: one narrow Arrow pass. A
+    pass over the distinct hosts and a join back shuffles both (docs/scale.md, 2026-12-04)."""
+    schema = StructType(df.schema.fields + [StructField("domain", StringType())])
+
     def domains(batches):
         import pyarrow as pa
         from crawlkit.urls import domain_of
+        memo: dict[str | None, str | None] = {}
         for batch in batches:
-            hosts = batch.column(0).to_pylist()
-            # typed: a batch of null hosts alone would otherwise be inferred as Arrow's null type
-            yield pa.RecordBatch.from_pydict({"host": hosts, "domain": [domain_of(h) if h else None for h in hosts]},
-                                             schema=pa.schema([("host", pa.string()), ("domain", pa.string())]))
-    hosts = df.select("host").distinct().mapInArrow(domains, "host string, domain string")
-    return df.join(hosts, on="host", how="left")
+            hosts = batch.column(batch.schema.get_field_index("host")).to_pylist()
+            for host in set(hosts).difference(memo):
+                memo[host] = domain_of(host) if host else None
+            yield batch.append_column("domain", pa.array([memo[h] for h in hosts], pa.string()))
+    return df.mapInArrow(domains, schema)
 
 
 def link_targets(links: DataFrame, sources: DataFrame, segment_urls: DataFrame) -> DataFrame:
@@ -373,10 +378,11 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     crawldb = table.toDF()
 
     redirected = F.count(F.when(redirected_page(), 1)).alias("redirected")
-    sizes = content.agg(F.count(F.lit(1)).alias("urls"), redirected).first()
+    sizes = content.agg(F.count(F.lit(1)).alias("urls"), F.count("redirect_url").alias("redirects"),
+                        redirected).first()
     bound, segment_urls = conf["db.broadcast_rows"], sizes["urls"]
-    links = segment_links(content, parsed, conf, now, redirected_pages=sizes["redirected"] > 0) \
-        .localCheckpoint(eager=True)
+    links = segment_links(content, parsed, conf, now, redirects=sizes["redirects"] > 0,
+                          redirected_pages=sizes["redirected"] > 0).localCheckpoint(eager=True)
     links_count = links.count()
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
