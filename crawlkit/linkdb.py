@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from crawlkit import schemas, storage
@@ -65,11 +65,12 @@ def no_links_markers(refreshed_srcs: DataFrame, links: DataFrame, now: datetime)
         F.lit(now).alias("first_seen"), F.lit(now).alias("last_seen")), "links")
 
 
-def append_segment(spark: SparkSession, path: str, links: DataFrame, links_count: int,
-                   refreshed_srcs: DataFrame, now: datetime, tag: str) -> dict:
-    """Append a segment's ``links_count`` links (each (src, dst) once) as the new version of
-    their sources' links, with a marker for each refreshed page that has none, in one commit
-    tagged ``tag``.
+def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_srcs: DataFrame,
+                   now: datetime, tag: str) -> dict:
+    """Append a segment's links (each (src, dst) once) as the new version of their sources'
+    links, with a marker for each refreshed page that has none, in one commit tagged ``tag``.
+    The links are counted as they are written (an ``Observation``), so ``links`` may be a
+    plan over the segment's files rather than a materialized table.
 
     A rerun of an applied segment (a crash between this commit and the crawldb's) appends
     nothing: the tag is in the table's history."""
@@ -77,14 +78,15 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, links_count
     if storage.was_applied(spark, path, tag):
         return {"appended": 0, "pages_without_links": 0, "skipped": "already applied"}
     version = storage.table_version(spark, path) + 1
-    rows = (links.unionByName(no_links_markers(refreshed_srcs, links, now))
+    counted = Observation(f"links:{tag}")
+    marked = Observation(f"markers:{tag}")
+    rows = (links.observe(counted, F.count(F.lit(1)).alias("n"))
+            .unionByName(no_links_markers(refreshed_srcs, links, now).observe(marked, F.count(F.lit(1)).alias("n")))
             .withColumn("commit_version", F.lit(version).cast("long")))
     with storage.commit_tag(spark, tag):
         (schemas.conform(rows, "links").write.format("delta").mode("append")
          .option("mergeSchema", "true").save(path))
-    metrics = last_metrics(spark, path)
-    markers = int(metrics.get("numOutputRows", links_count)) - links_count
-    return {"appended": links_count, "pages_without_links": markers, "version": version}
+    return {"appended": counted.get["n"], "pages_without_links": marked.get["n"], "version": version}
 
 
 def last_metrics(spark: SparkSession, path: str) -> dict:

@@ -16,117 +16,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.crawldb import new_entries
-from crawlkit.schedule import next_interval
 from crawlkit.stages.generate import locked_by, locked_by_sql
-from crawlkit.status import COUNTS_AS_FAILURE, TRANSITIONS, FetchStatus, Schedule, Status
+from crawlkit.stages.transition import FETCHED, outcomes, transition, with_outcomes
+from crawlkit.status import FetchStatus, Status
 
 # Outcomes after which a page's links are known afresh (its old links are replaced).
 LINKS_REFRESHED = [FetchStatus.SUCCESS, FetchStatus.NOT_FOUND, FetchStatus.GONE,
                    FetchStatus.ACCESS_DENIED, FetchStatus.REDIRECT_PERM, FetchStatus.REDIRECT_TEMP]
-
-
-def _lookup(outcome: Column, pick) -> Column:
-    """A CASE expression over the transition table."""
-    expr = None
-    for fetch_status, row in TRANSITIONS.items():
-        value = pick(row)
-        value = F.lit(value.value if hasattr(value, "value") else value)
-        expr = (F.when(outcome == fetch_status.value, value) if expr is None
-                else expr.when(outcome == fetch_status.value, value))
-    return expr
-
-
-def outcomes(content: DataFrame, parsed: DataFrame) -> DataFrame:
-    """One row per segment URL: fetch outcome joined with its parse result."""
-    return content.join(
-        parsed.select("url", "signature", "parse_status", F.col("error").alias("parse_error")),
-        on="url", how="left")
-
-
-def transitioned_columns(db, o, conf: Conf, now: datetime) -> dict[str, Column]:
-    """The columns updatedb changes in a segment URL's crawldb row, from that row (``db(name)``)
-    and the URL's outcome (``o(name)``). One definition serves the select of
-    ``updated_entries`` (which the overwrite of the locked rows uses) and the SET of the
-    MERGE used when some lock no longer holds, whose source carries the outcome and whose
-    target is the row itself."""
-    fs = o("fetch_status")
-    same_signature = (fs == FetchStatus.SUCCESS.value) & o("signature").isNotNull() & \
-        (o("signature") == db("signature"))
-    outcome_col = F.when(same_signature, F.lit(FetchStatus.NOT_MODIFIED.value)).otherwise(fs)
-    mapped = _lookup(outcome_col, lambda r: r[0].value if r[0] else None)
-    schedule = _lookup(outcome_col, lambda r: r[1])
-    resets = _lookup(outcome_col, lambda r: r[2])
-    failure = outcome_col.isin(*[s.value for s in COUNTS_AS_FAILURE])
-    retries = F.when(resets, F.lit(0)).otherwise(db("retries") + F.when(failure, 1).otherwise(0))
-    status = F.coalesce(mapped, db("status"))
-    status = F.when((status == Status.RETRY.value) & (retries > conf["db.retry_max"]),
-                    F.lit(Status.GONE.value)).otherwise(status)
-    schedule = F.when(status == Status.GONE.value, F.lit(Schedule.GONE.value)).otherwise(schedule)
-
-    compared = db("signature").isNotNull() & outcome_col.isin(
-        FetchStatus.SUCCESS.value, FetchStatus.NOT_MODIFIED.value)
-    changed = compared & (outcome_col == FetchStatus.SUCCESS.value)
-    unchanged = outcome_col == FetchStatus.NOT_MODIFIED.value
-    change_count = db("change_count") + F.when(changed, 1).otherwise(0)
-    check_count = db("check_count") + F.when(compared, 1).otherwise(0)
-    interval = next_interval(db("fetch_interval"), changed, unchanged, change_count, check_count, conf)
-    # (least() skips nulls, so the cap applies only to a Retry-After that was sent)
-    retry_wait = F.when(o("retry_after").isNotNull(),
-                        F.least(o("retry_after"), F.lit(int(conf["fetcher.max_retry_after"])))
-                        ).otherwise(F.lit(conf["db.retry_interval"]))
-    wait = (F.when(schedule == Schedule.RETRY.value, retry_wait)
-            .when(schedule == Schedule.GONE.value, F.lit(conf["db.gone_recheck_interval"]))
-            .otherwise(interval))
-    success = outcome_col == FetchStatus.SUCCESS.value
-    got_body = fs == FetchStatus.SUCCESS.value
-    keep_or = lambda new, old: F.when(got_body, new).otherwise(old)  # noqa: E731
-    error = F.coalesce(o("error"), o("parse_error"))
-    no_entry = F.create_map().cast("map<string,string>")
-    metadata = F.map_filter(db("metadata"), lambda k, v: ~k.isin("last_error", "redirect_to"))
-    metadata = F.map_concat(metadata, F.when(error.isNotNull(), F.create_map(F.lit("last_error"), error))
-                            .otherwise(no_entry))
-    metadata = F.map_concat(metadata, F.when(o("redirect_url").isNotNull(),
-                                             F.create_map(F.lit("redirect_to"), o("redirect_url")))
-                            .otherwise(no_entry))
-    return {
-        "status": status,
-        "fetch_time": F.lit(now) + F.make_dt_interval(secs=wait.cast("double")),
-        "fetched_at": o("fetched_at"),
-        "retries": retries,
-        "fetch_interval": F.when(schedule == Schedule.NORMAL.value, interval).otherwise(db("fetch_interval")),
-        "signature": keep_or(o("signature"), db("signature")),
-        "modified_time": F.when(changed | (success & db("signature").isNull()), F.lit(now))
-                          .otherwise(db("modified_time")),
-        "etag": keep_or(o("headers").getItem("etag"), db("etag")),
-        "last_modified": keep_or(o("headers").getItem("last-modified"), db("last_modified")),
-        "http_status": F.coalesce(o("http_status"), db("http_status")),
-        "change_count": change_count,
-        "check_count": check_count,
-        "generated_segment": F.lit(None).cast("string"),
-        "generate_time": F.lit(None).cast("timestamp"),
-        "metadata": metadata,
-        "schema_version": F.lit(schemas.version("crawldb")),
-    }
-
-
-def _prefixed(prefix: str):
-    return lambda name: F.col(f"{prefix}{name}")
-
-
-def updated_entries(crawldb: DataFrame, outcome: DataFrame, conf: Conf, now: datetime) -> DataFrame:
-    """New crawldb rows for the URLs of the segment (status, retries, schedule, signature):
-    the crawldb joined with the outcomes, ``transitioned_columns`` and the rest kept."""
-    joined = crawldb.alias("db").join(outcome.alias("o"), on=F.col("db.url") == F.col("o.url"), how="inner")
-    changed = transitioned_columns(_prefixed("db."), _prefixed("o."), conf, now)
-    return joined.select([changed[name].alias(name) if name in changed else F.col(f"db.{name}")
-                          for name in schemas.columns("crawldb")])
 
 
 def redirected_page() -> Column:
@@ -211,9 +114,14 @@ def with_domain(df: DataFrame) -> DataFrame:
     return df.mapInArrow(domains, schema)
 
 
-def link_targets(links: DataFrame, sources: DataFrame, segment_urls: DataFrame) -> DataFrame:
+def link_targets(links: DataFrame, sources: DataFrame, segment_urls: DataFrame,
+                 rows: int | None = None, bound: int = 0) -> DataFrame:
     """(url, depth) of the links' targets that are not URLs of the segment: depth = the
-    smallest depth of a source + 1 (``sources``: url, depth; a source not there counts 0)."""
+    smallest depth of a source + 1 (``sources``: url, depth; a source not there counts 0).
+    ``rows``, a bound on ``sources`` and ``segment_urls`` (the segment's URLs), broadcasts
+    both up to ``bound`` rows, so the links are shuffled once (by target) and not to meet them."""
+    if rows is not None:
+        sources, segment_urls = small(sources, rows, bound), small(segment_urls, rows, bound)
     depth = links.join(sources.select(F.col("url").alias("src"), "depth"), on="src", how="left") \
         .groupBy("dst").agg((F.min(F.coalesce("depth", F.lit(0))) + 1).alias("depth"))
     return depth.join(segment_urls.select(F.col("url").alias("dst")), on="dst", how="left_anti") \
@@ -263,35 +171,6 @@ def new_urls(links: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime,
     return _entries(targets, crawldb, conf, now)
 
 
-def segment_state(crawldb: DataFrame, segment_urls: DataFrame, rows: int, bound: int) -> DataFrame:
-    """What updatedb reads of the crawldb before its commit: for the segment's URLs only, the
-    columns their new status follows from (for the counters) and their depth (for their
-    links' targets). Parquet reads these five columns of the crawldb, not the whole rows."""
-    state = crawldb.select("url", "depth", "status", "signature", "retries")
-    return _probe(state, segment_urls, rows, bound)
-
-
-def status_counts(state: DataFrame, outcome: DataFrame, conf: Conf, now: datetime) -> dict[str, int]:
-    """URLs of the segment by the status updatedb gives them (by ``transitioned_columns``)."""
-    status = transitioned_columns(_prefixed("db."), _prefixed("o."), conf, now)["status"]
-    joined = state.alias("db").join(outcome.alias("o"), on=F.col("db.url") == F.col("o.url"))
-    tally = joined.groupBy(status.alias("status")).agg(F.count("*").alias("n")).collect()
-    return {r["status"]: r["n"] for r in tally}
-
-
-# The outcome columns ``transitioned_columns`` reads, carried in the MERGE source as o_<name>.
-OUTCOME_COLUMNS = ["fetch_status", "signature", "parse_error", "error", "retry_after", "fetched_at",
-                   "headers", "redirect_url", "http_status"]
-
-
-def merge_source(outcome: DataFrame, fresh: DataFrame) -> DataFrame:
-    """One row per segment URL (its outcome, ``_new`` false) and per new URL (a
-    complete crawldb row, ``_new`` true); the two sets of URLs are disjoint."""
-    seg = outcome.select("url", *[F.col(c).alias(f"o_{c}") for c in OUTCOME_COLUMNS])
-    return (seg.withColumn("_new", F.lit(False))
-            .unionByName(fresh.withColumn("_new", F.lit(True)), allowMissingColumns=True))
-
-
 def small(df: DataFrame, rows: int, max_rows: int) -> DataFrame:
     """``df`` with a broadcast hint when it has at most ``max_rows`` rows. A checkpointed
     DataFrame carries no size statistics, so without the hint Spark plans a sort-merge join
@@ -299,69 +178,84 @@ def small(df: DataFrame, rows: int, max_rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= max_rows else df
 
 
-def replaced_rows(locked: DataFrame, outcome: DataFrame, rows: int, bound: int, conf: Conf,
-                  now: datetime) -> DataFrame:
-    """The new version of the rows locked into a segment: transitioned where the segment has
-    an outcome for the URL, unchanged (still locked) where it has none."""
-    outcome = small(outcome, rows, bound)
-    kept = locked.join(outcome.select("url"), on="url", how="left_anti")
-    return schemas.conform(updated_entries(locked, outcome, conf, now), "crawldb").unionByName(kept)
+def replaced_rows(rows: DataFrame, outcome: DataFrame, n: int, bound: int, conf: Conf,
+                  now: datetime, counted: Observation | None = None) -> DataFrame:
+    """The new version of crawldb ``rows`` of the segment's URLs (``n``: a bound on both), in
+    one pass over them (a left join with the outcomes, broadcast): ``transition`` where the
+    segment has an outcome for the URL, the row unchanged (a locked row, still locked)
+    where it has none. ``counted``, if given, observes the transitioned rows by their new
+    status (``by_status``)."""
+    new = transition(with_outcomes(rows, small(outcome, n, bound), "left"), conf, now)
+    if counted is not None:
+        new = new.observe(counted, *by_status_aggregates(F.col(FETCHED)))
+    return schemas.conform(new, "crawldb")
 
 
-def replace_locked_rows(crawldb: DataFrame, outcome: DataFrame, fresh: DataFrame, segment: str, rows: int,
-                        db_path: str, conf: Conf, now: datetime) -> int:
+def by_status_aggregates(counts: Column) -> list[Column]:
+    """One aggregate per crawldb status: the rows where ``counts`` holds that have it."""
+    return [F.count(F.when(counts & (F.col("status") == s.value), 1)).alias(s.value) for s in Status]
+
+
+def replace_locked_rows(locked: DataFrame, outcome: DataFrame, fresh: DataFrame, segment: str, rows: int,
+                        db_path: str, conf: Conf, now: datetime) -> tuple[int, dict[str, int]]:
     """Apply the segment while generate's lock holds all its URLs' rows: one overwrite of the
     rows ``generated_segment = segment`` by their new version plus the new URLs (Delta's
     ``replaceWhere``: one commit that removes the lock's files and adds the written ones).
     Nothing is joined with the crawldb's other rows, so this costs about an append of the
     segment's rows; a MERGE would join the source with the target in an outer join and
     shuffle both. ``fresh`` holds only URLs the crawldb lacks (``_unknown``), so the new
-    version holds each URL once. Returns the number of new URLs."""
-    locked = crawldb.filter(locked_by(segment))
-    written = replaced_rows(locked, outcome, rows, conf["db.broadcast_rows"], conf, now).unionByName(fresh)
+    version holds each URL once. The counters are taken as the rows are written
+    (``Observation``s), so nothing is computed twice: returns (new URLs, URLs by status)."""
+    spark = locked.sparkSession
+    by_status, new = Observation(f"by_status:{segment}"), Observation(f"new_urls:{segment}")
+    written = (replaced_rows(locked, outcome, rows, conf["db.broadcast_rows"], conf, now, by_status)
+               .unionByName(fresh.observe(new, F.count(F.lit(1)).alias("n"))))
     # the written rows are no longer locked, so Delta's check that they match the predicate
     # must be off for this write
-    with storage.session_setting(locked.sparkSession, "spark.databricks.delta.replaceWhere.constraintCheck.enabled",
-                                 "false"):
+    with storage.session_setting(spark, "spark.databricks.delta.replaceWhere.constraintCheck.enabled", "false"):
         written.write.format("delta").mode("overwrite").option("replaceWhere", locked_by_sql(segment)).save(db_path)
-    return fresh.count()
+    return new.get["n"], {status: n for status, n in by_status.get.items() if n}
 
 
-def merge_segment(table, outcome: DataFrame, fresh: DataFrame, conf: Conf, now: datetime) -> int:
+def merge_segment(table, rows: DataFrame, outcome: DataFrame, fresh: DataFrame, n: int, conf: Conf,
+                  now: datetime) -> tuple[int, dict[str, int]]:
     """Apply the segment by a MERGE on URL, when some of its rows are no longer under its
-    lock (expired and taken by a later segment): each segment URL's row gets
-    ``transitioned_columns``, the new URLs are inserted. Returns the number inserted."""
+    lock (expired and taken by a later segment, or a URL no longer in the crawldb): the
+    crawldb ``rows`` of the segment's URLs (at most ``n``) are transitioned, and the MERGE
+    writes them back and inserts the new URLs (an upsert of the source). Returns (new URLs
+    inserted, URLs by status)."""
     spark = outcome.sparkSession
-    source = merge_source(outcome, fresh).localCheckpoint(eager=True)
-    rows = source.count()
+    bound = conf["db.broadcast_rows"]
+    by_status = Observation("by_status:merge")
+    source = replaced_rows(rows, outcome, n, bound, conf, now, by_status).unionByName(fresh) \
+        .localCheckpoint(eager=True)
+    counts = {status: k for status, k in by_status.get.items() if k}
     with storage.merge_source_materialized(spark):
-        merged = (table.alias("db").merge(small(source, rows, conf["db.broadcast_rows"]).alias("s"),
+        merged = (table.alias("db").merge(small(source, source.count(), bound).alias("s"),
                                           F.col("db.url") == F.col("s.url"))
-                  .whenMatchedUpdate(condition="NOT s._new",
-                                     set=transitioned_columns(_prefixed("db."), _prefixed("s.o_"), conf, now))
-                  .whenNotMatchedInsert(condition="s._new",
-                                        values={c: F.col(f"s.{c}") for c in schemas.columns("crawldb")})
-                  .execute().first())
-    return merged["num_inserted_rows"]
+                  .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute().first())
+    return merged["num_inserted_rows"], counts
 
 
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
     """Apply ``segment``: the link append, then the crawldb commit that marks it applied,
     then a compaction of the link table when it is due (``db.links_compact_ratio``).
 
-    Before the commit, two narrow scans of the crawldb: five columns of the segment URLs'
-    rows (their depth, for their links' targets, and what their new status follows from,
-    for the counters), and the URL column against the links' targets, so that only targets
-    that are new become rows. While generate's lock holds all the segment's rows, the first
-    scan and the commit read only the files holding them (``locked_by``), and the commit is
-    an overwrite of those rows (``replace_locked_rows``): no join with the rest of the
-    crawldb. The target probe reads the URL column of the whole crawldb, as finding out that
-    a URL is new must. Otherwise (a lock expired and taken by a later segment, a URL no
-    longer there) the state is read from the whole crawldb and a MERGE applies the segment
-    (``merge_segment``). The new rows are checkpointed (``localCheckpoint``) so that neither
-    path computes them twice; the segment's side of every join with the crawldb is
-    broadcast up to ``db.broadcast_rows`` rows, so the crawldb is scanned rather than
-    shuffled.
+    The segment's links are appended straight from its parse (counted as they are written),
+    and the link targets are computed from the parse again: a plan over 10^5 pages' outlinks
+    is cheaper to run twice than 5x10^5 links to materialize and count (docs/scale.md).
+    The rows generate locked into the segment are read once (``locked_by``: Delta's data
+    skipping opens only the files generate wrote them to) and held as a local checkpoint.
+    While the lock holds all the segment's rows (the usual case), one overwrite of those
+    rows (``replace_locked_rows``) computes everything else inside its write: the
+    transition of each row, the link targets with their depth, the probe of the crawldb's
+    URL column for targets that are new, and their rows; the counters are observed on the
+    written rows. So the crawldb is read twice, the lock's files and one column of the
+    rest, and nothing is joined with the rest. Otherwise (a lock expired and taken by
+    a later segment, a URL no longer there) the segment URLs' rows are read from the whole
+    crawldb and a MERGE applies the segment (``merge_segment``). The segment's side of every
+    join with the crawldb is broadcast up to ``db.broadcast_rows`` rows, so the crawldb is
+    scanned rather than shuffled.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
@@ -382,32 +276,27 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
                         redirected).first()
     bound, segment_urls = conf["db.broadcast_rows"], sizes["urls"]
     links = segment_links(content, parsed, conf, now, redirects=sizes["redirects"] > 0,
-                          redirected_pages=sizes["redirected"] > 0).localCheckpoint(eager=True)
-    links_count = links.count()
+                          redirected_pages=sizes["redirected"] > 0)
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
-    link_changes = linkdb.append_segment(spark, link_path, links, links_count, refreshed, now, f"linkdb:{segment}")
+    link_changes = linkdb.append_segment(spark, link_path, links, refreshed, now, f"linkdb:{segment}")
+    links_count = link_changes["appended"] if "skipped" not in link_changes else links.count()
 
     outcome = outcomes(content, parsed)
-    # The segment's rows, read from its own files when generate's lock still holds every one
-    # of them (the usual case); else (a lock expired and taken by a later segment, a URL no
-    # longer there) from the whole crawldb, as the MERGE (merge_segment) then must.
     urls = content.select("url")
-    state = segment_state(crawldb.filter(locked_by(segment)), urls, segment_urls,
-                          bound).localCheckpoint(eager=True)
-    all_locked = state.count() == segment_urls
-    if not all_locked:
-        state = segment_state(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
-    counts = status_counts(state, outcome, conf, now)
-    # the targets feed the probe, the join with what it finds and the new rows: computed once
-    targets = link_targets(links, state, urls).localCheckpoint(eager=True)
-    targets = _unknown(targets, crawldb, targets.count(), bound)
-    fresh = _entries(targets, crawldb, conf, now).localCheckpoint(eager=True)
+    locked = crawldb.filter(locked_by(segment)).localCheckpoint(eager=True)
+    all_locked = locked.join(small(urls, segment_urls, bound), on="url", how="left_semi").count() == segment_urls
     with storage.commit_tag(spark, tag):
         if all_locked:
-            new_count = replace_locked_rows(crawldb, outcome, fresh, segment, segment_urls, db_path, conf, now)
+            targets = link_targets(links, locked, urls, segment_urls, bound)
+            fresh = _entries(_unknown(targets, crawldb, links_count, bound), crawldb, conf, now)
+            new_count, counts = replace_locked_rows(locked, outcome, fresh, segment, segment_urls, db_path, conf, now)
         else:
-            new_count = merge_segment(table, outcome, fresh, conf, now)
+            rows = _probe(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
+            # the targets feed the probe, the join with what it finds and the new rows: computed once
+            targets = link_targets(links, rows, urls, segment_urls, bound).localCheckpoint(eager=True)
+            fresh = _entries(_unknown(targets, crawldb, targets.count(), bound), crawldb, conf, now)
+            new_count, counts = merge_segment(table, rows, outcome, fresh, segment_urls, conf, now)
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
                 "new_urls": new_count,
                 "version": storage.table_version(spark, db_path)}

@@ -67,14 +67,14 @@ from crawlkit.crawldb import new_entries  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
 from crawlkit.stages.generate import run_generate  # noqa: E402
-from crawlkit.stages.updatedb import (  # noqa: E402
-    new_urls, outcomes, run_updatedb, segment_links, updated_entries)
+from crawlkit.stages.transition import outcomes, updated_entries  # noqa: E402
+from crawlkit.stages.updatedb import new_urls, run_updatedb, segment_links  # noqa: E402
 
 T0 = datetime(2026, 1, 1, 0, 0, 0)      # crawldb rows were created (and are due) then
 NOW = datetime(2026, 1, 2, 0, 0, 0)     # the round's logical time
 NOW2 = NOW + timedelta(days=1)          # the second round (the updatedb-vs-append segment)
 STAGES = ("generate", "updatedb", "pagerank_driver", "pagerank_distributed")
-RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big", "compact_big")
+RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big", "append_links_big", "compact_big")
 MB = 2 ** 20
 # Delta MERGE/WRITE metrics kept from the commit a stage made: they show whether it rewrote
 # the crawldb (files removed, rows copied) or only marked rows (deletion vectors).

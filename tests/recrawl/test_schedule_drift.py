@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from crawlkit.conf import make_conf
-from crawlkit.stages.updatedb import updated_entries
+from crawlkit.stages.transition import updated_entries
 
 from recrawlhelpers import NOW, crawldb_dicts, outcome_rows, to_crawldb
 

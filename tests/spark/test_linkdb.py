@@ -37,14 +37,14 @@ def test_append_stamps_the_version_marks_bare_pages_and_is_applied_once(spark, t
     path = str(tmp_path / "linkdb")
     first = raw(spark, [(A, A + "x", "x", T1, None), (B, B + "z", "z", T1, None)])
     refreshed = spark.createDataFrame([(A,), (B,)], "src string")
-    assert linkdb.append_segment(spark, path, first, 2, refreshed, T1, "linkdb:s1") == \
+    assert linkdb.append_segment(spark, path, first, refreshed, T1, "linkdb:s1") == \
         {"appended": 2, "pages_without_links": 0, "version": 1}
     # s2: a keeps one link, b now links nowhere (404), c was not refetched
     again = raw(spark, [(A, A + "x", "ex", T2, None)])
     refreshed = spark.createDataFrame([(A,), (B,)], "src string")
-    assert linkdb.append_segment(spark, path, again, 1, refreshed, T2, "linkdb:s2") == \
+    assert linkdb.append_segment(spark, path, again, refreshed, T2, "linkdb:s2") == \
         {"appended": 1, "pages_without_links": 1, "version": 2}
-    assert linkdb.append_segment(spark, path, again, 1, refreshed, T2, "linkdb:s2")["skipped"] == "already applied"
+    assert linkdb.append_segment(spark, path, again, refreshed, T2, "linkdb:s2")["skipped"] == "already applied"
     stored = storage.read_table(spark, path, "links")
     assert sorted((r.src, r.dst, r.commit_version) for r in stored.collect()) == sorted([
         (A, A + "x", 1), (A, A + "x", 2), (B, B + "z", 1), (B, linkdb.NO_LINKS, 2)])
@@ -56,11 +56,11 @@ def test_compaction_drops_superseded_rows_and_changes_no_current_link(spark, tmp
     pages = [f"http://h{i}.test/" for i in range(10)]
     load = raw(spark, [(p, p + str(j), "a", T1, None) for p in pages for j in range(4)])
     every = spark.createDataFrame([(p,) for p in pages], "src string")
-    linkdb.append_segment(spark, path, load, 40, every, T1, "linkdb:s1")
+    linkdb.append_segment(spark, path, load, every, T1, "linkdb:s1")
     assert linkdb.rows_since_compaction(spark, path) == (0, 40)      # the first load is the base
     # s2 refetches two pages (one link each now): 2 rows appended, 6 superseded
     refetch = raw(spark, [(p, p + "new", "b", T2, None) for p in pages[:2]])
-    linkdb.append_segment(spark, path, refetch, 2, every.limit(2), T2, "linkdb:s2")
+    linkdb.append_segment(spark, path, refetch, every.limit(2), T2, "linkdb:s2")
     assert linkdb.rows_since_compaction(spark, path) == (2, 40)
     assert not linkdb.due_for_compaction(spark, path, 0.5)
     assert linkdb.due_for_compaction(spark, path, 0.05)
@@ -82,7 +82,7 @@ def test_a_table_written_before_commit_version_existed_takes_appends(spark, tmp_
     old = raw(spark, [(A, A + "x", "x", T1, None), (B, B + "z", "z", T1, None)]).drop("commit_version")
     old.write.format("delta").save(path)             # a schema v1 table: no commit_version
     refetch = raw(spark, [(A, A + "y", "y", T2, None)])
-    linkdb.append_segment(spark, path, refetch, 1, refetch.select("src"), T2, "linkdb:s2")
+    linkdb.append_segment(spark, path, refetch, refetch.select("src"), T2, "linkdb:s2")
     links = linkdb.current(storage.read_table(spark, path, "links"))
     assert view(links) == [(A, A + "y", "y", T2, T2), (B, B + "z", "z", T1, T1)]
     assert links.filter(F.col("commit_version").isNull()).count() == 1

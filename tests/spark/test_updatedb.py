@@ -7,7 +7,8 @@ from pyspark.sql import functions as F
 
 from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import make_conf
-from crawlkit.stages.updatedb import outcomes, run_updatedb, updated_entries, with_domain
+from crawlkit.stages.transition import outcomes, updated_entries
+from crawlkit.stages.updatedb import run_updatedb, with_domain
 from crawlkit.status import FetchStatus, Schedule, Status, transition
 
 from sparkhelpers import crawldb_rows
