@@ -87,19 +87,51 @@ def columns(table: str) -> list[str]:
     return [c["name"] for c in declaration(table)["columns"]]
 
 
+def derived(table: str) -> dict[str, str]:
+    """Columns whose value is a function of other columns of the row, as SQL expressions
+    (``"derived"`` in the declaration): ``conform`` computes them where a row lacks them, and
+    a table written before they were declared gets them once (``storage.ensure_table``)."""
+    return {c["name"]: c["derived"] for c in declaration(table)["columns"] if "derived" in c}
+
+
+def data_skipping_columns(table: str) -> list[str] | None:
+    """The columns Delta keeps file statistics for (``"data_skipping"`` in the declaration;
+    None: Delta's default, the first 32 columns)."""
+    spec = declaration(table).get("data_skipping")
+    return list(spec["columns"]) if spec else None
+
+
 def conform(df: DataFrame, table: str) -> DataFrame:
-    """Select the declared columns in order, cast to their types; missing nullable columns
-    become null. A missing non-nullable column is a programming error and raises."""
+    """Select the declared columns in order, cast to their types; missing derived columns
+    are computed, missing nullable columns become null. A missing non-nullable column is a
+    programming error and raises."""
     have = set(df.columns)
+    computed = derived(table)
     out = []
     for field in struct(table).fields:
         if field.name in have:
             out.append(F.col(field.name).cast(field.dataType).alias(field.name))
+        elif field.name in computed:
+            out.append(F.expr(computed[field.name]).cast(field.dataType).alias(field.name))
         elif field.nullable:
             out.append(F.lit(None).cast(field.dataType).alias(field.name))
         else:
             raise ValueError(f"{table}: column {field.name!r} is required but missing")
     return df.select(*out)
+
+
+def frame(spark, table: str, records: list[dict]) -> DataFrame:
+    """Rows of ``table`` from dicts (absent keys are null), derived columns computed: how
+    code builds a few rows by hand (OPIC's virtual page, tests).
+
+    Example::
+
+        frame(spark, "crawldb", [{"url": "http://a.test/", "host": "a.test", ...}])
+    """
+    computed = derived(table)
+    given = StructType([f for f in struct(table).fields if f.name not in computed])
+    return conform(spark.createDataFrame([tuple(r.get(f.name) for f in given.fields) for r in records], given),
+                   table)
 
 
 def empty(spark, table: str) -> DataFrame:

@@ -18,16 +18,19 @@ space-separated (``tags_of``).
 from __future__ import annotations
 
 import json
+import logging
 from contextlib import contextmanager
 from typing import Iterator
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from crawlkit import schemas
 
 CRAWLDB = "crawldb"
 LINKDB = "linkdb"
+log = logging.getLogger(__name__)
 
 
 def join(base: str, *parts: str) -> str:
@@ -71,15 +74,59 @@ def is_delta(spark: SparkSession, path: str) -> bool:
 
 
 def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors: bool = True) -> DeltaTable:
-    """Create an empty Delta table with the declared schema if it does not exist yet."""
+    """Create an empty Delta table with the declared schema if it does not exist yet. An
+    existing table is brought up to its declaration first: the columns Delta keeps
+    statistics for (``schemas.data_skipping_columns``), then derived columns declared after
+    it was written (``add_derived_columns``). (The ``crawlkit.schema`` property records the
+    declaration a table was created with.)"""
     if not is_delta(spark, path):
-        (DeltaTable.createIfNotExists(spark)
-         .location(qualified(spark, path))
-         .addColumns(schemas.struct(table))
-         .property("delta.enableDeletionVectors", str(deletion_vectors).lower())
-         .property("crawlkit.schema", f"{table}:v{schemas.version(table)}")
-         .execute())
-    return DeltaTable.forPath(spark, path)
+        builder = (DeltaTable.createIfNotExists(spark)
+                   .location(qualified(spark, path))
+                   .addColumns(schemas.struct(table))
+                   .property("delta.enableDeletionVectors", str(deletion_vectors).lower())
+                   .property("crawlkit.schema", f"{table}:v{schemas.version(table)}"))
+        for key, value in _layout(table, schemas.columns(table)).items():
+            builder = builder.property(key, value)
+        builder.execute()
+        return DeltaTable.forPath(spark, path)
+    delta = DeltaTable.forPath(spark, path)
+    layout = _layout(table, delta.toDF().columns)
+    have = delta.detail().first()["properties"]
+    changed = {k: v for k, v in layout.items() if have.get(k) != v}
+    if changed:
+        settings = ", ".join(f"'{k}' = '{v}'" for k, v in changed.items())
+        spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` SET TBLPROPERTIES ({settings})")
+    missing = [c for c in schemas.derived(table) if c not in delta.toDF().columns]
+    if missing:
+        add_derived_columns(spark, path, table, missing)
+    if changed or missing:
+        delta = DeltaTable.forPath(spark, path)
+    return delta
+
+
+def _layout(table: str, present: list[str]) -> dict[str, str]:
+    """Table properties that follow from the declaration: Delta's statistics columns, those
+    of them the table has (a table written before a column was declared gets it later)."""
+    columns = schemas.data_skipping_columns(table)
+    if columns is None:
+        return {}
+    return {"delta.dataSkippingStatsColumns": ",".join(c for c in columns if c in present)}
+
+
+def add_derived_columns(spark: SparkSession, path: str, table: str, names: list[str]) -> None:
+    """Add derived columns (``schemas.derived``) to a table written before they were
+    declared, computed from each row, in one overwrite commit tagged
+    ``migrate:<table>:v<version>``: a crash leaves the table as it was, and the next stage
+    to open it tries again. A rewrite of every row, once per table (the crawldb gets
+    ``url_hash`` this way)."""
+    log.warning("%s at %s predates column(s) %s: rewriting it once to add them", table, path, ", ".join(names))
+    rows = spark.read.format("delta").load(path)
+    expressions = schemas.derived(table)
+    types = {f.name: f.dataType for f in schemas.struct(table).fields}
+    for name in names:
+        rows = rows.withColumn(name, F.expr(expressions[name]).cast(types[name]))
+    with commit_tag(spark, f"migrate:{table}:v{schemas.version(table)}"):
+        rows.write.format("delta").mode("overwrite").option("mergeSchema", "true").save(path)
 
 
 def read_table(spark: SparkSession, path: str, table: str, version: int | None = None) -> DataFrame:

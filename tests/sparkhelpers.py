@@ -16,4 +16,4 @@ def crawldb_rows(spark, rows, now: datetime, **overrides):
         record = row.asDict()
         record.update({k: v for k, v in records[row.url].items()})
         out.append(record)
-    return spark.createDataFrame(out, schemas.struct("crawldb"))
+    return schemas.frame(spark, "crawldb", out)

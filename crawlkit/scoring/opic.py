@@ -65,8 +65,7 @@ def virtual_page_row(spark: SparkSession, cash: float, history: float = 0.0,
                opic_cash=float(cash), opic_history=float(history), last_processed=last_processed,
                change_count=0, check_count=0, depth=-1, metadata={"virtual": "true"},
                schema_version=schemas.version("crawldb"))
-    cols = schemas.columns("crawldb")
-    return spark.createDataFrame([tuple(row.get(c) for c in cols)], schemas.struct("crawldb"))
+    return schemas.frame(spark, "crawldb", [row])
 
 
 def virtual_state(crawldb: DataFrame) -> dict | None:

@@ -55,8 +55,7 @@ class Crawl:
         """Replace the crawldb's rows (a new Delta version); returns that version."""
         path = storage.crawldb_path(self.dir)
         storage.ensure_table(self.spark, path, "crawldb")
-        df = self.spark.createDataFrame([tuple(r.get(c) for c in schemas.columns("crawldb")) for r in rows],
-                                        schemas.struct("crawldb"))
+        df = schemas.frame(self.spark, "crawldb", rows)
         df.write.format("delta").mode("overwrite").save(path)
         return storage.table_version(self.spark, path)
 

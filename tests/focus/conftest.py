@@ -24,8 +24,8 @@ def crawldb(spark):
                        fetch_interval=2592000, score=0.0, scores={}, opic_cash=0.0, opic_history=0.0,
                        change_count=0, check_count=0, depth=1, schema_version=1, metadata={})
             row.update(r)
-            data.append(tuple(row.get(c) for c in schemas.columns("crawldb")))
-        return spark.createDataFrame(data, schemas.struct("crawldb"))
+            data.append(row)
+        return schemas.frame(spark, "crawldb", data)
     return build
 
 

@@ -1,8 +1,10 @@
 """crawlkit top and crawlkit dump: whole outputs on the small crawl (conftest.py)."""
 from datetime import timedelta
 
+from pyspark.sql import functions as F
 from smallcrawl import NOW
 
+from crawlkit import schemas
 from crawlkit.inspect import dump, snapshot, top_pages
 
 
@@ -34,7 +36,9 @@ def test_dump_shows_the_record_and_links_with_anchors(spark, small_crawl):
             "score": 0.4, "scores": {"pagerank": 0.4, "backlinks": 3.0}, "opic_cash": 0.0, "opic_history": 0.0,
             "last_processed": None, "signature": None, "modified_time": None, "etag": None, "last_modified": None,
             "http_status": 200, "change_count": 0, "check_count": 0, "depth": 0, "hot_distance": None,
-            "generated_segment": None, "generate_time": None, "metadata": {}, "schema_version": 1},
+            "generated_segment": None, "generate_time": None, "metadata": {},
+            "schema_version": schemas.version("crawldb"),   # the row was written by updatedb
+            "url_hash": spark.range(1).select(F.xxhash64(F.lit("http://a.test/"))).first()[0]},
         # best-scored other end first; the virtual page's link is left out; 3 in all, 2 shown
         "inlinks": {"total": 3, "links": [_link("src", "http://c.test/", "see A", "unfetched", 0.25),
                                           _link("src", "http://a.test/x", "home", "fetched", 0.2)]},

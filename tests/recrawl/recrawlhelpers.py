@@ -26,8 +26,7 @@ def crawldb_dicts(rows):
 
 
 def to_crawldb(spark, records):
-    cols = schemas.columns("crawldb")
-    return spark.createDataFrame([tuple(r.get(c) for c in cols) for r in records], schemas.struct("crawldb"))
+    return schemas.frame(spark, "crawldb", records)
 
 
 OUTCOME_SCHEMA = ("url string, fetch_status string, http_status int, fetched_at timestamp, "

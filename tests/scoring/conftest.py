@@ -27,9 +27,7 @@ def make_crawldb(spark):
                         schema_version=1, metadata={})
             base.update(r)
             full.append(base)
-        cols = schemas.columns("crawldb")
-        data = [tuple(row.get(c) for c in cols) for row in full]
-        return spark.createDataFrame(data, schemas.struct("crawldb"))
+        return schemas.frame(spark, "crawldb", full)
     return build
 
 
