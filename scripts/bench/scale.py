@@ -27,7 +27,9 @@ finish still leaves its stages).
 
 With ``--big-segment`` K' (default 10^5, at sizes N >= 10 K'), a second round measures issue
 #12's other target: ``run_updatedb`` with a K'-URL segment against writing the same crawldb
-rows (K' updated + the new URLs) as a new Delta table and as an append to the crawldb, then
+rows (K' updated + the new URLs) as a new Delta table and as an append to the crawldb, and
+against that append plus an append of the segment's links to the link table (every row
+updatedb writes), then
 times a compaction of the link table (``crawlkit.linkdb.compact``), which updatedb runs once
 the appended rows reach ``db.links_compact_ratio`` of the table. Every stage also records
 peak memory (RSS of the driver Python, the Spark JVM and the Python workers, sampled; JVM
@@ -384,9 +386,9 @@ def run_pagerank(spark, probe: Probe, row: dict, uri: str, args, versions: tuple
 
 
 def segment_rows(spark, conf, now: datetime, segment: str):
-    """The crawldb rows updatedb would write for ``segment`` (K updated + the new URLs),
-    built with updatedb's own functions and materialized, so writing them times only the
-    write."""
+    """The crawldb rows updatedb would write for ``segment`` (K updated + the new URLs) and
+    its link rows, built with updatedb's own functions and materialized, so writing them
+    times only the write. Returns (crawldb rows, their count, link rows, their count)."""
     uri = conf["crawl.dir"]
     content = storage.read_segment_part(spark, uri, segment, "content", "content")
     parsed = storage.read_segment_part(spark, uri, segment, "parse", "parse")
@@ -394,24 +396,29 @@ def segment_rows(spark, conf, now: datetime, segment: str):
     links = segment_links(content, parsed, conf, now)
     updates = schemas.conform(updated_entries(crawldb, outcomes(content, parsed), conf, now), "crawldb")
     rows = updates.unionByName(new_urls(links, crawldb, conf, now)).localCheckpoint(eager=True)
-    return rows, rows.count()
+    link_rows = schemas.conform(links.withColumn("commit_version", F.lit(-2).cast("long")), "links") \
+        .localCheckpoint(eager=True)
+    return rows, rows.count(), link_rows, link_rows.count()
 
 
 def update_vs_write(spark, probe: Probe, row: dict, uri: str, n: int, args):
     """Issue #12's second target: updatedb with a ``--big-segment`` of K URLs against simply
     writing that segment's crawldb rows (the K updated + the new ones) in the same run.
 
-    Two baselines: the rows written as a new Delta table, and appended to the crawldb itself
-    (same table, same log and commit protocol: what any update of it must at least pay). The
-    append adds duplicate URLs: PageRank afterwards reads the crawldb at the version before.
+    Three baselines: the crawldb rows written as a new Delta table; appended to the crawldb
+    itself (same table, same log and commit protocol: what any update of it must at least
+    pay); and that append plus an append of the segment's links to the link table (every row
+    updatedb writes, in the same two tables). The appends add duplicate rows: PageRank
+    afterwards reads both tables at the versions before (the links' commit_version -2 marks
+    them as an old version, which a compaction drops).
     """
     k = args.big_segment
     conf = bench_conf(uri, k, args)
     segment = "20260103000000"
     gen = probe(row, "generate_big", lambda: run_generate(spark, conf, NOW2, segment))
     write_segment(spark, uri, segment, n, args)
-    rows, count = segment_rows(spark, conf, NOW2, segment)
-    row["big"] = {"K": k, "generated": gen["generated"], "rows": count}
+    rows, count, link_rows, link_count = segment_rows(spark, conf, NOW2, segment)
+    row["big"] = {"K": k, "generated": gen["generated"], "rows": count, "link_rows": link_count}
     upd = probe(row, "updatedb_big", lambda: run_updatedb(spark, conf, NOW2, segment))
     row["big"]["new_urls"] = upd.get("new_urls")
     row["big"]["links_appended"] = upd["link_changes"].get("appended", 0) + upd["link_changes"].get("pages_without_links", 0)
@@ -422,6 +429,10 @@ def update_vs_write(spark, probe: Probe, row: dict, uri: str, n: int, args):
           f"{row['delta_updatedb_big']}", flush=True)
     append_to_crawldb(probe, row, rows, storage.crawldb_path(uri), spark)
     link_path = storage.linkdb_path(uri)
+    probe(row, "append_links_big", lambda: link_rows.write.format("delta").mode("append").save(link_path))
+    print(f"N={n:,}: append of the segment's {link_count:,} links {row['append_links_big']:.1f} s -> updatedb / "
+          f"(crawldb rows + links appended) {row['updatedb_big'] / (row['append_big'] + row['append_links_big']):.2f}x",
+          flush=True)
     kept = probe(row, "compact_big", lambda: linkdb.compact(spark, link_path, f"{linkdb.COMPACT_TAG}:{segment}"))
     row["big"]["compaction"] = kept
     print(f"N={n:,}: link-table compaction (done when the appended rows reach "
@@ -488,9 +499,11 @@ def memory_table(rows: list[dict]) -> list[str]:
     return out
 
 
-def ratio(row: dict, baseline: str) -> str:
-    """updatedb_big over a baseline's time, or a dash if the baseline did not run."""
-    return f"{row['updatedb_big'] / row[baseline]:.2f}" if row.get(baseline) else "–"
+def ratio(row: dict, *baselines: str) -> str:
+    """updatedb_big over the sum of baselines' times, or a dash if one did not run."""
+    if not all(row.get(b) for b in baselines):
+        return "–"
+    return f"{row['updatedb_big'] / sum(row[b] for b in baselines):.2f}"
 
 
 def crawldb_commit(d: dict) -> dict:
@@ -505,16 +518,19 @@ def crawldb_commit(d: dict) -> dict:
 
 def ratio_table(rows: list[dict]) -> list[str]:
     out = ["| N | K (big segment) | rows written (K updated + new) | updatedb s | append to crawldb s "
-           "| write as new table s | updatedb / append | updatedb / write | crawldb commit: files removed "
+           "| write as new table s | links appended | append of the links s | updatedb / append "
+           "| updatedb / write | updatedb / (append + links' append) | crawldb commit: files removed "
            "/ added, rows copied, DVs added | link compaction s (amortized per round) |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         if "updatedb_big" not in r:
             continue
         d = crawldb_commit(r.get("delta_updatedb_big", {}))
         out.append(f"| {r['N']:,} | {r['big']['K']:,} | {r['big']['rows']:,} | {fmt(r['updatedb_big'])} "
                    f"| {fmt(r.get('append_big'))} | {fmt(r.get('write_big'))} "
+                   f"| {r['big'].get('link_rows', 0):,} | {fmt(r.get('append_links_big'))} "
                    f"| **{ratio(r, 'append_big')}** | {ratio(r, 'write_big')} "
+                   f"| **{ratio(r, 'append_big', 'append_links_big')}** "
                    f"| {d.get('numTargetFilesRemoved', '?')} / {d.get('numTargetFilesAdded', '?')}, "
                    f"{d.get('numTargetRowsCopied', '?'):,}, {d.get('numTargetDeletionVectorsAdded', '?')} "
                    f"| {amortized_compaction(r)} |")
@@ -547,7 +563,7 @@ def table(rows: list[dict]) -> str:
     out += ["", "Peak memory and Spark work per stage:", ""] + memory_table(rows)
     ratio = ratio_table(rows)
     if len(ratio) > 2:
-        out += ["", "updatedb against a plain write of the segment's crawldb rows:", ""] + ratio
+        out += ["", "updatedb against plain writes of the rows it writes:", ""] + ratio
     return "\n".join(out)
 
 
