@@ -90,13 +90,13 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
         builder.execute()
         return DeltaTable.forPath(spark, path)
     delta = DeltaTable.forPath(spark, path)
-    layout = _layout(table, delta.toDF().columns)
+    present = delta.toDF().columns
     have = delta.detail().first()["properties"]
-    changed = {k: v for k, v in layout.items() if have.get(k) != v}
+    changed = {k: v for k, v in _layout(table, present).items() if have.get(k) != v}
     if changed:
         settings = ", ".join(f"'{k}' = '{v}'" for k, v in changed.items())
         spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` SET TBLPROPERTIES ({settings})")
-    missing = [c for c in schemas.derived(table) if c not in delta.toDF().columns]
+    missing = [c for c in schemas.derived(table) if c not in present]
     if missing:
         add_derived_columns(spark, path, table, missing)
     if changed or missing:

@@ -10,8 +10,8 @@ scale benchmark use ``updated_entries``.
 
 The columns are built in layers (the effective outcome first, then what follows from it),
 each a projection of its own: written as one expression, every use of the outcome repeats
-the CASE that computes it, and the status alone nested it a dozen times over, an expression
-tree too large for Spark to compile into the stage's generated code.
+the CASE that computes it (the status alone nested it a dozen times over), and every row
+evaluates the whole tree: 10^5 rows took 0.85 s that way, 0.63 s in layers (docs/scale.md).
 """
 from __future__ import annotations
 

@@ -203,6 +203,11 @@ def by_status_aggregates(counts: Column) -> list[Column]:
     return [F.count(F.when(counts & (F.col("status") == s.value), 1)).alias(s.value) for s in Status]
 
 
+def by_status(counted: Observation) -> dict[str, int]:
+    """The statuses ``by_status_aggregates`` observed, those that occurred."""
+    return {status: n for status, n in counted.get.items() if n}
+
+
 def replace_locked_rows(locked: DataFrame, outcome: DataFrame, fresh: DataFrame, segment: str, rows: int,
                         db_path: str, conf: Conf, now: datetime) -> tuple[int, dict[str, int]]:
     """Apply the segment while generate's lock holds all its URLs' rows: one overwrite of the
@@ -214,14 +219,14 @@ def replace_locked_rows(locked: DataFrame, outcome: DataFrame, fresh: DataFrame,
     version holds each URL once. The counters are taken as the rows are written
     (``Observation``s), so nothing is computed twice: returns (new URLs, URLs by status)."""
     spark = locked.sparkSession
-    by_status, new = Observation(f"by_status:{segment}"), Observation(f"new_urls:{segment}")
-    written = (replaced_rows(locked, outcome, rows, conf["db.broadcast_rows"], conf, now, by_status)
+    statuses, new = Observation(f"by_status:{segment}"), Observation(f"new_urls:{segment}")
+    written = (replaced_rows(locked, outcome, rows, conf["db.broadcast_rows"], conf, now, statuses)
                .unionByName(fresh.observe(new, F.count(F.lit(1)).alias("n"))))
     # the written rows are no longer locked, so Delta's check that they match the predicate
     # must be off for this write
     with storage.session_setting(spark, "spark.databricks.delta.replaceWhere.constraintCheck.enabled", "false"):
         written.write.format("delta").mode("overwrite").option("replaceWhere", locked_by_sql(segment)).save(db_path)
-    return new.get["n"], {status: n for status, n in by_status.get.items() if n}
+    return new.get["n"], by_status(statuses)
 
 
 def merge_segment(table, rows: DataFrame, outcome: DataFrame, fresh: DataFrame, n: int, conf: Conf,
@@ -233,15 +238,14 @@ def merge_segment(table, rows: DataFrame, outcome: DataFrame, fresh: DataFrame, 
     inserted, URLs by status)."""
     spark = outcome.sparkSession
     bound = conf["db.broadcast_rows"]
-    by_status = Observation("by_status:merge")
-    source = replaced_rows(rows, outcome, n, bound, conf, now, by_status).unionByName(fresh) \
+    statuses = Observation("by_status:merge")
+    source = replaced_rows(rows, outcome, n, bound, conf, now, statuses).unionByName(fresh) \
         .localCheckpoint(eager=True)
-    counts = {status: k for status, k in by_status.get.items() if k}
     with storage.merge_source_materialized(spark):
         merged = (table.alias("db").merge(small(source, source.count(), bound).alias("s"),
                                           F.col("db.url") == F.col("s.url"))
                   .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute().first())
-    return merged["num_inserted_rows"], counts
+    return merged["num_inserted_rows"], by_status(statuses)
 
 
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
