@@ -283,7 +283,7 @@ def test_updatedb_opens_only_the_files_generate_wrote_the_segment_to(spark, tmp_
     the old copies). updatedb finds them by ``generated_segment``, so Delta's data skipping
     keeps it away from every other file of the crawldb: here those files are moved away
     while it runs, and the update is complete all the same. (The segment's pages have no
-    outlinks: finding out that a link target is new must read the URL column of every file.)"""
+    outlinks: finding out that a link target is new must read the url_hash column of every file.)"""
     import glob
     import shutil
 
