@@ -54,6 +54,15 @@ def read_current(spark: SparkSession, crawl_dir: str, version: int | None = None
     return current(storage.read_table(spark, path, "links", version))
 
 
+def stored_rows(spark: SparkSession, path: str) -> int:
+    """Rows of the link table at ``path`` as stored, superseded versions and markers
+    included: an upper bound on the current links that Delta answers from its file
+    statistics, without reading the table (0 when there is no table)."""
+    if not storage.is_delta(spark, path):
+        return 0
+    return spark.read.format("delta").load(path).count()
+
+
 def no_links_markers(refreshed_srcs: DataFrame, links: DataFrame, now: datetime) -> DataFrame:
     """One marker row per refreshed page that has no link in ``links``: it hides the page's
     older links (a page now 404, or parsed without links)."""

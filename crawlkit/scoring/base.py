@@ -63,7 +63,9 @@ class ScoringContext:
     segment fetched successfully, the pages whose cash OPIC distributes; ``texts`` (``url``,
     ``title``, ``text``) is the parse output the similarity metric reads. ``focus`` is the
     focused crawl's page state (:mod:`crawlkit.scoring.focus.state`), set when
-    ``focus.words`` is.
+    ``focus.words`` is. ``links_at_most`` bounds the rows of ``links`` from Delta's statistics
+    (:func:`crawlkit.linkdb.stored_rows`): counting the current links themselves is a shuffle
+    of the whole table.
     """
 
     spark: SparkSession
@@ -75,6 +77,7 @@ class ScoringContext:
     texts: DataFrame | None = None
     segment: str | None = None
     focus: DataFrame | None = None   # url, hot, hot_distance, hot_link (focused crawl only)
+    links_at_most: int | None = None  # rows of the link table as stored (>= links)
 
     @property
     def pages(self) -> DataFrame:

@@ -102,7 +102,8 @@ def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetim
                                            for impl in due)
         texts = crawled_texts(spark, crawl_dir, segment) if needs_texts else None
         ctx = ScoringContext(spark, conf, now, crawldb=crawldb, links=links, processed=processed,
-                             texts=texts, segment=segment)
+                             texts=texts, segment=segment,
+                             links_at_most=linkdb.stored_rows(spark, storage.linkdb_path(crawl_dir)))
         if query.enabled:  # focused crawl: hot pages and hot_distance, in the same commit
             ctx = replace(ctx, focus=focus_state(ctx, query))
         results = [(impl, impl.score(ctx)) for impl in due]

@@ -297,3 +297,26 @@ def test_graphx_personalized_on_one_source(graphx, graph, ref_pagerank):
     two = spark.createDataFrame([(D, 1.0), (G, 1.0)], "url string, weight double")
     with pytest.raises(ValueError, match="one source page"):
         pagerank(spark, nodes, edges, damping=D2, tol=TOL, engine="graphx", personalization=two)
+
+
+def test_scorer_picks_the_engine_from_the_stored_link_rows_without_counting_the_links(
+        spark, make_crawldb, make_links, ref_pagerank):
+    """The scoring job passes the link table's stored row count (Delta's statistics): under
+    the driver bound, the scorer never counts the current links (a shuffle of the table)."""
+    from datetime import datetime
+
+    from crawlkit.scoring.base import ScoringContext
+    from crawlkit.scoring.pagerank import PageRankScorer
+
+    links = make_links(LINKS)
+
+    def counted():
+        raise AssertionError("the current links were counted")
+    links.count = counted
+    conf = make_conf(scoring__tolerance=1e-12, scoring__max_iterations=300)
+    ctx = ScoringContext(spark, conf, datetime(2026, 1, 1), crawldb=make_crawldb([{"url": u} for u in PAGES]),
+                         links=links, links_at_most=len(LINKS))
+    scorer = PageRankScorer()
+    got = {r.url: r.score for r in scorer.score(ctx).collect()}
+    assert scorer.last_result.engine == "driver"
+    assert l1(got, ref_pagerank(PAGES, CLEAN)) < 1e-9

@@ -51,6 +51,19 @@ def test_append_stamps_the_version_marks_bare_pages_and_is_applied_once(spark, t
     assert view(linkdb.current(stored)) == [(A, A + "x", "ex", T1, T2)]
 
 
+def test_stored_rows_bound_the_current_links(spark, tmp_path):
+    """Every stored row counts, superseded versions and markers too: a bound the scoring job
+    gets without computing the current view (a shuffle of the table)."""
+    path = str(tmp_path / "linkdb")
+    assert linkdb.stored_rows(spark, path) == 0
+    refreshed = spark.createDataFrame([(A,), (B,)], "src string")
+    linkdb.append_segment(spark, path, raw(spark, [(A, A + "x", "x", T1, None), (B, B + "z", "z", T1, None),
+                                                   (B, B + "y", "y", T1, None)]), refreshed, T1, "linkdb:s1")
+    linkdb.append_segment(spark, path, raw(spark, [(A, A + "x", "ex", T2, None)]), refreshed, T2, "linkdb:s2")
+    assert linkdb.stored_rows(spark, path) == 5                  # 3 + a's new version + b's marker
+    assert linkdb.current(storage.read_table(spark, path, "links")).count() == 1
+
+
 def test_compaction_drops_superseded_rows_and_changes_no_current_link(spark, tmp_path):
     path = str(tmp_path / "linkdb")
     pages = [f"http://h{i}.test/" for i in range(10)]

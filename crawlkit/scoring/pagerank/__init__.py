@@ -167,9 +167,13 @@ class PageRankScorer(BaseScorer):
         if ctx.conf["scoring.warm_start"]:
             start = (pages.select("url", F.col("scores").getItem(self.name).alias("rank"))
                      .filter(F.col("rank").isNotNull()))
-        # prepared links are a subset of the link table, whose row count Delta answers from
-        # its statistics: below the driver bound, engine=auto need not count the edges
-        bound = ctx.links.count() if ctx.conf["scoring.engine"] == "auto" else None
+        # prepared links are a subset of the link table as stored, whose row count Delta
+        # answers from its statistics: below the driver bound, engine=auto need not count
+        # the edges. (The current links are a window over that table: counting them is a
+        # shuffle of every stored link.)
+        bound = None
+        if ctx.conf["scoring.engine"] == "auto":
+            bound = ctx.links_at_most if ctx.links_at_most is not None else ctx.links.count()
         result = pagerank(ctx.spark, pages.select("url"), edges, personalization=teleport(ctx),
                           start=start, edges_at_most=bound, **options_from(ctx.conf))
         self.last_result = result
