@@ -24,10 +24,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import linkdb, storage
+from crawlkit import linkdb, schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import VIRTUAL_URL, Scorer, ScoringContext, combine, get_scorer
 from crawlkit.scoring.focus.query import load_query
@@ -154,54 +154,73 @@ def _with_entry(scores, key: str, value):
                         F.create_map(F.lit(key), value.cast("double")))
 
 
+def _scored(results: list[tuple[Scorer, DataFrame]], focus: DataFrame | None) -> DataFrame:
+    """One row per page any scorer scored: url, each scorer's ``_new<i>`` score, state
+    columns ``_<column>`` and ``_scored<i>`` flag, and with ``focus`` ``_hot_distance`` and
+    ``_hot_link``."""
+    res = None
+    for i, (impl, result) in enumerate(results):
+        part = result.select("url", F.col("score").alias(f"_new{i}"),
+                             *[F.col(c).alias(f"_{c}") for c in impl.state_columns],
+                             F.lit(True).alias(f"_scored{i}"))
+        res = part if res is None else res.join(part, on="url", how="full")
+    if focus is not None:
+        res = res.join(focus.select("url", F.col("hot_distance").alias("_hot_distance"),
+                                    F.col(HOT_LINK).alias("_hot_link")), on="url", how="full")
+    return res
+
+
+def _new_values(results: list[tuple[Scorer, DataFrame]], conf: Conf, focused: bool,
+                old, new) -> dict[str, Column]:
+    """The columns a scoring run sets, as expressions over a row's current values (``old(c)``)
+    and the ``_scored`` columns (``new(c)``): scores[name] and the scorer's state where that
+    scorer scored the page, ``score`` combined over the whole map; with focus, hot_distance
+    and scores['hot_link'] where the focus step reached the page."""
+    scores = F.coalesce(old("scores"), F.create_map().cast("map<string,double>"))
+    values: dict[str, Column] = {}
+    for i, (impl, _) in enumerate(results):
+        scored = new(f"_scored{i}")
+        scores = F.when(scored, _with_entry(scores, impl.name, new(f"_new{i}"))).otherwise(scores)
+        for c in impl.state_columns:
+            values[c] = F.when(scored, new(f"_{c}")).otherwise(old(c))
+    if focused:
+        reached = new("_hot_link").isNotNull()
+        scores = F.when(reached, _with_entry(scores, HOT_LINK, new("_hot_link"))).otherwise(scores)
+        values["hot_distance"] = F.when(reached, new("_hot_distance")).otherwise(old("hot_distance"))
+    values["scores"] = scores
+    values["score"] = F.when(old("url") == F.lit(VIRTUAL_URL), F.lit(0.0)).otherwise(combine(scores, conf))
+    return values
+
+
 def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame,
                  results: list[tuple[Scorer, DataFrame]], conf: Conf, tag: str,
                  focus: DataFrame | None = None) -> int:
     """One MERGE of every (scorer, result): scores[name], the scorer's state columns, and
     score (combined over the whole map); with ``focus`` (a focused crawl) also hot_distance
     and scores['hot_link'] of every page. A row takes a scorer's values only where that
-    scorer scored it."""
-    res, scored = None, []
-    new_map = F.coalesce(F.col("scores"), F.create_map().cast("map<string,double>"))
-    state = []
-    for i, (impl, result) in enumerate(results):
-        mine = list(impl.state_columns)
-        part = result.select("url", F.col("score").alias(f"_new{i}"), *[F.col(c).alias(f"_{c}") for c in mine],
-                             F.lit(True).alias(f"_scored{i}"))
-        res = part if res is None else res.join(part, on="url", how="full")
-        new_map = F.when(F.col(f"_scored{i}"), _with_entry(new_map, impl.name, F.col(f"_new{i}"))).otherwise(new_map)
-        state += [(c, i) for c in mine]
-        scored.append(f"_scored{i}")
-    if focus is not None:
-        res = res.join(focus.select("url", F.col("hot_distance").alias("_hot_distance"),
-                                    F.col(HOT_LINK).alias("_hot_link")), on="url", how="full")
-        new_map = F.when(F.col("_hot_link").isNull(), new_map).otherwise(
-            _with_entry(new_map, HOT_LINK, F.col("_hot_link")))
-    source = crawldb.join(res, on="url", how="inner")
-    if any(c == "opic_cash" for c, _ in state):
-        # OPIC's virtual page may be new (crawl started under another scorer): insert it.
-        have_virtual = crawldb.filter(F.col("url") == F.lit(VIRTUAL_URL)).limit(1).count() > 0
-        if not have_virtual:
-            source = source.unionByName(
-                virtual_page_row(spark, 0.0).join(res, on="url", how="inner"))
-    source = source.withColumn("scores", new_map)
-    score = F.when(F.col("url") == F.lit(VIRTUAL_URL), F.lit(0.0)).otherwise(
-        combine(F.col("scores"), conf))
-    source = source.withColumn("score", score)
-    for c, i in state:
-        source = source.withColumn(c, F.when(F.col(f"_scored{i}"), F.col(f"_{c}")).otherwise(F.col(c)))
-    updated = ["scores", "score", *(c for c, _ in state)]
-    if focus is not None:
-        source = source.withColumn("hot_distance", F.when(F.col("_hot_link").isNull(), F.col("hot_distance"))
-                                   .otherwise(F.col("_hot_distance")))
-        source = source.drop("_hot_distance", "_hot_link")
-        updated.append("hot_distance")
-    source = source.drop(*[f"_new{i}" for i in range(len(results))], *scored,
-                         *[f"_{c}" for c, _ in state]).localCheckpoint(eager=True)
+    scorer scored it. Returns the pages written.
+
+    The MERGE's source is the scored values alone (a few columns a page, checkpointed), and
+    the new row is computed in the MERGE's update from the target row: joining them with
+    the crawldb first, to hand the MERGE whole rows, cost a third join of all N rows and a
+    checkpoint of the crawldb (docs/scale.md). OPIC's virtual page, when the crawldb lacks
+    it (a crawl started under another scorer), is inserted by the same MERGE from its row
+    carried in the source."""
+    scored = _scored(results, focus)
+    insert_virtual = any(c == "opic_cash" for impl, _ in results for c in impl.state_columns) and \
+        crawldb.filter(F.col("url") == F.lit(VIRTUAL_URL)).limit(1).count() == 0
+    columns = schemas.columns("crawldb")
+    if insert_virtual:
+        row = virtual_page_row(spark, 0.0).select(*[F.col(c).alias(f"_row_{c}") for c in columns])
+        scored = scored.join(row.withColumnRenamed("_row_url", "url"), on="url", how="left")
+    source = scored.localCheckpoint(eager=True)
+    new = lambda c: F.col(f"s.{c}")  # noqa: E731
+    merge = (DeltaTable.forPath(spark, db_path).alias("t").merge(source.alias("s"), "t.url = s.url")
+             .whenMatchedUpdate(set=_new_values(results, conf, focus is not None, lambda c: F.col(f"t.{c}"), new)))
+    if insert_virtual:
+        old = lambda c: new("url") if c == "url" else new(f"_row_{c}")  # noqa: E731
+        values = {c: old(c) for c in columns} | _new_values(results, conf, focus is not None, old, new)
+        merge = merge.whenNotMatchedInsert(condition=new("url") == F.lit(VIRTUAL_URL), values=values)
     with storage.commit_tag(spark, tag), storage.merge_source_materialized(spark):
-        (DeltaTable.forPath(spark, db_path).alias("t")
-         .merge(source.alias("s"), "t.url = s.url")
-         .whenMatchedUpdate(set={c: f"s.{c}" for c in updated})
-         .whenNotMatchedInsertAll()
-         .execute())
-    return source.count()
+        written = merge.execute().first()
+    return written["num_updated_rows"] + written["num_inserted_rows"]

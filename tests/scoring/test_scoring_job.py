@@ -90,3 +90,32 @@ def test_round_scoring_also_computes_the_metrics_the_fetch_list_interleaves(spar
         assert rows[url].score == pytest.approx(expected[url], abs=1e-9)
     plain = conf.with_overrides({"generate.policy": "score"})
     assert "also" not in run_round_scoring(spark, crawl_dir, plain, NOW, segment="s1")
+
+
+def test_opic_on_a_crawl_begun_under_pagerank_inserts_the_virtual_page_in_its_merge(
+        spark, make_test_conf, make_crawldb, make_links):
+    """A crawldb without OPIC's virtual page (the crawl began under another scorer): the
+    scoring MERGE that first runs OPIC inserts the page, updates the others, in one commit."""
+    conf = make_test_conf(scoring__engine="driver")
+    crawl_dir = conf["crawl.dir"]
+    db_path = storage.crawldb_path(crawl_dir)
+    make_crawldb([{"url": A, "depth": 0, "scores": {"pagerank": 0.5}}, {"url": B}, {"url": C}]) \
+        .write.format("delta").save(db_path)
+    make_links(LINKS).write.format("delta").save(storage.linkdb_path(crawl_dir))
+    content = spark.createDataFrame([(A, "a.test", "success", NOW, False, "s1")],
+                                    "url string, host string, fetch_status string, fetched_at timestamp, "
+                                    "truncated boolean, segment string")
+    storage.write_segment_part(content, crawl_dir, "s1", "content", "content")
+    before = storage.table_version(spark, db_path)
+
+    counters = run_scoring(spark, crawl_dir, conf, NOW, segment="s1", scorer="opic")
+
+    assert storage.table_version(spark, db_path) == before + 1
+    rows = crawldb_rows(spark, crawl_dir)
+    assert set(rows) == {A, B, C, VIRTUAL_URL} and counters["pages"] == 4
+    virtual = rows[VIRTUAL_URL]
+    assert virtual.metadata == {"virtual": "true"} and virtual.status == "gone" and virtual.score == 0.0
+    assert "opic" in virtual.scores
+    assert sum(r.opic_cash for r in rows.values()) == pytest.approx(1.0, abs=1e-12)
+    assert rows[A].last_processed == NOW and rows[A].scores["pagerank"] == 0.5   # other metrics kept
+    assert rows[A].score == 0.5          # the ordering score follows scoring.scorer (pagerank)
