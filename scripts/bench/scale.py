@@ -1,4 +1,4 @@
-"""Scale of one round: generate, updatedb and PageRank at crawldb sizes N (synthetic tables).
+"""Scale of one round: generate, updatedb, PageRank and scoring at crawldb sizes N (synthetic tables).
 
 For each N the script builds, directly as Delta tables with Spark (no fetching):
 
@@ -17,7 +17,10 @@ and times the stages on them:
 * ``pagerank``: the PageRank engines (``crawlkit.scoring.pagerank``) over the current links
   (``crawlkit.linkdb.current``) and the crawldb URLs with a fixed iteration count (tol = 0),
   timed end to end (collect/ids, iterations, ranks materialized). The driver engine is
-  skipped above ``--driver-max-edges``.
+  skipped above ``--driver-max-edges``;
+* ``score``: the round's scoring job as a crawl runs it (``run_round_scoring``: PageRank on
+  ``--score-engine`` with the same fixed iterations, then the one MERGE that writes every
+  page's score into the crawldb), its MERGE also timed on its own (``score_merge``).
 
 Building the synthetic tables is timed too (``build``) but is not part of a round. The table
 is printed as markdown, with the log-log slope (growth exponent) of each stage between
@@ -40,7 +43,8 @@ MERGE rewrote the crawldb.
 Usage::
 
     .venv/bin/python scripts/bench/scale.py --sizes 1e4,1e5,1e6,1e7 [--segment 1e4] [--iterations 10]
-        [--big-segment 1e5] [--stages updatedb,big,pagerank] [--engines driver,distributed]
+        [--big-segment 1e5] [--stages updatedb,big,pagerank,score] [--engines driver,distributed]
+        [--score-engine auto]
         [--workdir /tmp/crawlkit-scale] [--json results.jsonl] [--event-log DIR]
     .venv/bin/python scripts/bench/scale.py --table results.jsonl     # the tables from saved lines
 """
@@ -66,8 +70,10 @@ from pyspark.sql import functions as F  # noqa: E402
 from crawlkit import linkdb, schemas, storage  # noqa: E402
 from crawlkit.conf import make_conf  # noqa: E402
 from crawlkit.crawldb import new_entries  # noqa: E402
+from crawlkit.scoring import job as scoring_job  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
+from crawlkit.scoring.job import run_round_scoring  # noqa: E402
 from crawlkit.stages.generate import run_generate  # noqa: E402
 from crawlkit.stages.transition import outcomes, updated_entries  # noqa: E402
 from crawlkit.stages.updatedb import new_urls, run_updatedb, segment_links  # noqa: E402
@@ -75,7 +81,7 @@ from crawlkit.stages.updatedb import new_urls, run_updatedb, segment_links  # no
 T0 = datetime(2026, 1, 1, 0, 0, 0)      # crawldb rows were created (and are due) then
 NOW = datetime(2026, 1, 2, 0, 0, 0)     # the round's logical time
 NOW2 = NOW + timedelta(days=1)          # the second round (the updatedb-vs-append segment)
-STAGES = ("generate", "updatedb", "pagerank_driver", "pagerank_distributed")
+STAGES = ("generate", "updatedb", "pagerank_driver", "pagerank_distributed", "score", "score_merge")
 RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big", "append_links_big", "compact_big")
 MB = 2 ** 20
 # Delta MERGE/WRITE metrics kept from the commit a stage made: they show whether it rewrote
@@ -348,6 +354,8 @@ def run_size(spark, probe: Probe, n: int, args) -> dict:
         update_vs_write(spark, probe, row, uri, n, args)
     if "pagerank" in stages:
         run_pagerank(spark, probe, row, uri, args, versions)
+    if "score" in stages:
+        run_score(spark, probe, row, uri, args)
     row["crawldb_bytes"] = du(os.path.join(crawl_dir, "crawldb"))
     row["linkdb_bytes"] = du(os.path.join(crawl_dir, "linkdb"))
     row["files_end"] = crawldb_files(spark, db_path)
@@ -383,6 +391,34 @@ def run_pagerank(spark, probe: Probe, row: dict, uri: str, args, versions: tuple
             row[name] = None
             row[f"error_{engine}"] = repr(exc)[:300]
             print(f"N={n:,}: pagerank {engine} failed: {exc!r}"[:400], flush=True)
+
+
+def run_score(spark, probe: Probe, row: dict, uri: str, args) -> None:
+    """The scoring job of a round on the tables as they are (after the round's updatedb and
+    whatever the big segment added): ``run_round_scoring`` with PageRank, ``--iterations``
+    iterations (tol = 0) on ``--score-engine``. Its MERGE of all N rows is timed apart by
+    wrapping ``merge_scores`` for the call."""
+    conf = make_conf(crawl__dir=uri, generate__policy="score", scoring__scorer="pagerank",
+                     scoring__max_iterations=args.iterations, scoring__tolerance=0.0,
+                     scoring__engine=args.score_engine, spark__shuffle_partitions=args.shuffle_partitions)
+    merge_seconds = []
+    merge_scores = scoring_job.merge_scores
+
+    def timed_merge(*a, **kw):
+        seconds, out = timed(lambda: merge_scores(*a, **kw))
+        merge_seconds.append(seconds)
+        return out
+    scoring_job.merge_scores = timed_merge
+    try:
+        counters = probe(row, "score", lambda: run_round_scoring(spark, uri, conf, NOW))
+    finally:
+        scoring_job.merge_scores = merge_scores
+    row["score_merge"] = merge_seconds[0] if merge_seconds else None
+    row["score_engine"] = counters.get("engine")
+    row["delta_score"] = last_commit(spark, storage.crawldb_path(uri))
+    print(f"N={row['N']:,}: score {row['score']:.1f} s ({counters.get('engine')} engine, "
+          f"{counters.get('iterations')} iterations, {counters.get('pages'):,} pages), of which the MERGE "
+          f"{fmt(row['score_merge'])} s; {row['delta_score']}", flush=True)
 
 
 def segment_rows(spark, conf, now: datetime, segment: str):
@@ -549,13 +585,15 @@ def amortized_compaction(row: dict) -> str:
 def table(rows: list[dict]) -> str:
     rows = sorted(rows, key=lambda r: r["N"])
     out = ["| N (crawldb rows) | L (links) | K (segment) | build s | generate s | updatedb s "
-           "| PageRank driver s | PageRank distributed s | crawldb MB | linkdb MB | load (1 min) start/end |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+           "| PageRank driver s | PageRank distributed s | score s (engine) | of which its MERGE s "
+           "| crawldb MB | linkdb MB | load (1 min) start/end |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         load = "/".join(f"{r[k][0]:.1f}" for k in ("load_start", "load_end") if k in r) or "–"
         out.append(f"| {r['N']:,} | {r['L']:,} | {r['K']:,} | {fmt(r.get('build'))} | {fmt(r.get('generate'))} "
                    f"| {fmt(r.get('updatedb'))} | {fmt(r.get('pagerank_driver'))} "
-                   f"| {fmt(r.get('pagerank_distributed'))} | {megabytes(r.get('crawldb_bytes'))} "
+                   f"| {fmt(r.get('pagerank_distributed'))} | {fmt(r.get('score'))} ({r.get('score_engine') or '–'}) "
+                   f"| {fmt(r.get('score_merge'))} | {megabytes(r.get('crawldb_bytes'))} "
                    f"| {megabytes(r.get('linkdb_bytes'))} | {load} |")
     out += ["", "Growth exponents (log-log slope of time against N):", "",
             "| stage | between sizes | least squares over all |", "|---|---|---:|"]
@@ -575,6 +613,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pages-per-host", type=int, default=100)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--engines", default="driver,distributed")
+    ap.add_argument("--score-engine", default="auto", help="scoring.engine of the score stage")
     ap.add_argument("--driver-max-edges", type=int, default=20_000_000)
     ap.add_argument("--broadcast-max-pages", type=int, default=None,
                     help="distributed PageRank: broadcast the ranks up to this many pages (default: the engine's)")
@@ -586,9 +625,10 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the synthetic tables")
     ap.add_argument("--big-segment", type=float, default=1e5,
                     help="K of the updatedb-vs-append comparison, run where N >= 10 K (0: skip)")
-    ap.add_argument("--stages", default="generate,updatedb,big,pagerank",
+    ap.add_argument("--stages", default="generate,updatedb,big,pagerank,score",
                     help="which of generate and updatedb (K = --segment), big (--big-segment vs a plain "
-                         "write) and pagerank to run (to fit a large N in the time there is)")
+                         "write), pagerank and score (the scoring job) to run (to fit a large N in the "
+                         "time there is)")
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the tables left in --workdir by a run that stopped (with --keep or a crash)")
     ap.add_argument("--event-log", default="", help="write Spark's event log to this directory")
