@@ -73,7 +73,6 @@ from crawlkit.crawldb import new_entries  # noqa: E402
 from crawlkit.scoring import job as scoring_job  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
-from crawlkit.scoring.job import run_round_scoring  # noqa: E402
 from crawlkit.stages.generate import run_generate  # noqa: E402
 from crawlkit.stages.transition import outcomes, updated_entries  # noqa: E402
 from crawlkit.stages.updatedb import new_urls, run_updatedb, segment_links  # noqa: E402
@@ -410,7 +409,7 @@ def run_score(spark, probe: Probe, row: dict, uri: str, args) -> None:
         return out
     scoring_job.merge_scores = timed_merge
     try:
-        counters = probe(row, "score", lambda: run_round_scoring(spark, uri, conf, NOW))
+        counters = probe(row, "score", lambda: scoring_job.run_round_scoring(spark, uri, conf, NOW))
     finally:
         scoring_job.merge_scores = merge_scores
     row["score_merge"] = merge_seconds[0] if merge_seconds else None
