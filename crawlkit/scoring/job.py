@@ -32,7 +32,7 @@ from crawlkit.conf import Conf
 from crawlkit.scoring.base import VIRTUAL_URL, Scorer, ScoringContext, combine, get_scorer
 from crawlkit.scoring.focus.query import load_query
 from crawlkit.scoring.focus.state import HOT_LINK, focus_state
-from crawlkit.scoring.opic import PROCESSED_FETCH_STATUSES, virtual_page_row
+from crawlkit.scoring.opic import PROCESSED_FETCH_STATUSES, virtual_page_row, virtual_state
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ def merge_scores(spark: SparkSession, db_path: str, crawldb: DataFrame,
     carried in the source."""
     scored = _scored(results, focus)
     insert_virtual = any(c == "opic_cash" for impl, _ in results for c in impl.state_columns) and \
-        crawldb.filter(F.col("url") == F.lit(VIRTUAL_URL)).limit(1).count() == 0
+        virtual_state(crawldb) is None
     columns = schemas.columns("crawldb")
     if insert_virtual:
         row = virtual_page_row(spark, 0.0).select(*[F.col(c).alias(f"_row_{c}") for c in columns])
