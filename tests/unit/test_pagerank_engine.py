@@ -20,27 +20,27 @@ class Edges:
 
 def test_a_known_bound_below_the_driver_limit_spares_counting_the_edges():
     edges = Edges(10)
-    assert _pick_engine("auto", edges, driver_max_edges=100, edges_at_most=50) == "driver"
+    assert _pick_engine("auto", edges.count, driver_max_edges=100, edges_at_most=50) == "driver"
     assert edges.counted == 0
 
 
 def test_a_bound_above_the_limit_counts_the_edges_themselves():
     # the link table is larger than the limit, but its prepared edges (deduplicated, no
     # self-links) may still fit: they are counted
-    assert _pick_engine("auto", Edges(80), driver_max_edges=100, edges_at_most=500) == "driver"
+    assert _pick_engine("auto", Edges(80).count, driver_max_edges=100, edges_at_most=500) == "driver"
     edges = Edges(120)
-    assert _pick_engine("auto", edges, driver_max_edges=100, edges_at_most=500) == "distributed"
+    assert _pick_engine("auto", edges.count, driver_max_edges=100, edges_at_most=500) == "distributed"
     assert edges.counted == 1
-    assert _pick_engine("auto", Edges(120), driver_max_edges=100) == "distributed"
+    assert _pick_engine("auto", Edges(120).count, driver_max_edges=100) == "distributed"
 
 
 def test_a_named_engine_is_taken_as_is_and_a_bad_one_refused():
     edges = Edges(10**9)
-    assert _pick_engine("distributed", edges, driver_max_edges=100) == "distributed"
-    assert _pick_engine("driver", edges, driver_max_edges=100, edges_at_most=10**9) == "driver"
+    assert _pick_engine("distributed", edges.count, driver_max_edges=100) == "distributed"
+    assert _pick_engine("driver", edges.count, driver_max_edges=100, edges_at_most=10**9) == "driver"
     assert edges.counted == 0
     with pytest.raises(ValueError, match="scoring.engine"):
-        _pick_engine("fast", edges, driver_max_edges=100)
+        _pick_engine("fast", edges.count, driver_max_edges=100)
 
 
 def test_taking_increasing_positions_chunk_by_chunk_equals_a_plain_take():

@@ -15,8 +15,9 @@ dangling. Iteration stops when the L1 change of R falls below ``scoring.toleranc
   matrix, power iteration in numpy, (url, rank) back to Spark as Arrow. The fastest below
   tens of millions of edges (``scoring.driver_max_edges``).
 * ``distributed``: Spark DataFrames only, no Python in the loop; integer ids (xxhash64 of
-  the URL, checked for clashes); the loop iterates over the pages with out-links only (the
-  dangling pages' ranks follow from them, once, at the end: the same iterates); the ranks
+  the URL, checked for clashes), the prepared links read once, as their ends' hashes; the
+  loop iterates over the pages with out-links only (the dangling pages' ranks follow from
+  them, once, at the end: the same iterates); the ranks
   broadcast to edges partitioned by destination (no shuffle at all), or above
   ``BROADCAST_MAX_PAGES`` edges and ranks co-partitioned by source (no shuffle on the
   join); |delta| and the dangling mass observed as the ranks are written, lineage cut every
@@ -37,6 +38,7 @@ graphx and graphframes), and ``common`` what they share.
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -47,6 +49,7 @@ from crawlkit.scoring.links import prepare_links
 from crawlkit.scoring.pagerank.common import PageRankResult, node_set
 from crawlkit.scoring.pagerank.distributed import BROADCAST_MAX_PAGES, pagerank_distributed
 from crawlkit.scoring.pagerank.driver import pagerank_driver
+from crawlkit.scoring.pagerank.graph import LinkHashes
 from crawlkit.scoring.pagerank.jvm import graphx_raw, pagerank_graphframes, pagerank_graphx
 
 __all__ = ["ENGINES", "PageRankResult", "pagerank", "host_pagerank", "node_set", "graphx_raw",
@@ -57,18 +60,19 @@ log = logging.getLogger(__name__)
 ENGINES = ("auto", "driver", "distributed", "graphx", "graphframes")
 
 
-def _pick_engine(engine: str, edges: DataFrame, driver_max_edges: int,
+def _pick_engine(engine: str, count_edges: Callable[[], int], driver_max_edges: int,
                  edges_at_most: int | None = None) -> str:
     """``auto``: the driver engine up to ``driver_max_edges`` edges. ``edges_at_most`` (an
     upper bound the caller knows for free, e.g. the link table's row count from Delta's
-    statistics) spares counting the edges, a full pass over their preparation."""
+    statistics) spares counting the edges (``count_edges``), a full pass over their
+    preparation."""
     if engine not in ENGINES:
         raise ValueError(f"scoring.engine must be one of {ENGINES}, got {engine!r}")
     if engine != "auto":
         return engine
     if edges_at_most is not None and edges_at_most <= driver_max_edges:
         return "driver"
-    return "driver" if edges.count() <= driver_max_edges else "distributed"
+    return "driver" if count_edges() <= driver_max_edges else "distributed"
 
 
 def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float = 0.85,
@@ -86,7 +90,12 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
     ``broadcast_max_pages``: the distributed engine's layout bound (``BROADCAST_MAX_PAGES``
     when None).
     """
-    chosen = _pick_engine(engine, edges, driver_max_edges, edges_at_most)
+    # auto counts the edges by reading them as the distributed engine does, once: that
+    # engine then starts from the counted (cached) table, the driver engine drops it
+    hashes = LinkHashes(edges)
+    chosen = _pick_engine(engine, hashes.count, driver_max_edges, edges_at_most)
+    if chosen != "distributed":
+        hashes.release()
     if chosen == "driver":
         return pagerank_driver(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
                                personalization=personalization, start=start)
@@ -95,7 +104,8 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
                                     max_iter=max_iter, personalization=personalization,
                                     start=start, checkpoint_every=checkpoint_every,
                                     broadcast_max_pages=(BROADCAST_MAX_PAGES if broadcast_max_pages is None
-                                                         else broadcast_max_pages))
+                                                         else broadcast_max_pages),
+                                    hashes=hashes)
     if chosen == "graphx":
         return pagerank_graphx(spark, nodes, edges, damping=damping, tol=tol,
                                max_iter=max_iter, personalization=personalization)

@@ -12,7 +12,8 @@ import logging
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit.scoring.pagerank.common import PageRankResult, empty_ranks, node_set, page_id
+from crawlkit.scoring.pagerank.common import PageRankResult, empty_ranks
+from crawlkit.scoring.pagerank.graph import LinkHashes, integer_graph
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +30,15 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
                          damping: float, tol: float, max_iter: int,
                          personalization: DataFrame | None = None, start: DataFrame | None = None,
                          checkpoint_every: int = 10,
-                         broadcast_max_pages: int = BROADCAST_MAX_PAGES) -> PageRankResult:
+                         broadcast_max_pages: int = BROADCAST_MAX_PAGES,
+                         hashes: LinkHashes | None = None) -> PageRankResult:
     """DataFrame-only power iteration, with no shuffle of the edges in the loop.
 
-    Pages are numbered by the xxhash64 of their URL (see :func:`_integer_graph`), so the
-    links become integer pairs without a join on URL strings. The edges (src, dst,
-    w = 1/outdeg, whether dst has out-links) are cached once. Only the pages with out-links
-    and the links between them are iterated; the dangling pages' ranks are computed once at
+    Pages are numbered by the xxhash64 of their URL (see :mod:`.graph`), so the links
+    become integer pairs without a join on URL strings, and the prepared links are read
+    once (``hashes``: the same links as hashes, already cached when ``engine = auto``
+    counted them). The edges (src, dst, w = 1/outdeg, whether dst has out-links) are cached
+    once. Only the pages with out-links and the links between them are iterated; the dangling pages' ranks are computed once at
     the end (:class:`_Lumped`). The rank vector (id, v, a, rank) is hash-partitioned by
     page id. Up to ``broadcast_max_pages`` pages it is broadcast to the
     edges, which are hash-partitioned by destination, so the per-destination sums are local;
@@ -56,50 +59,28 @@ def pagerank_distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame
     key = "spark.sql.adaptive.enabled"
     saved = spark.conf.get(key, None)
     spark.conf.set(key, "false")
+    hashes = hashes if hashes is not None else LinkHashes(edges)
     try:
         return _distributed(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
                             personalization=personalization, start=start,
                             checkpoint_every=checkpoint_every,
-                            broadcast_max_pages=broadcast_max_pages)
+                            broadcast_max_pages=broadcast_max_pages,
+                            hashes=hashes)
     finally:
+        hashes.release()
         if saved is None:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, saved)
 
 
-def _integer_graph(nodes: DataFrame, edges: DataFrame,
-                   parts: int) -> tuple[DataFrame, DataFrame, int]:
-    """Pages (url, id), links (s, t) as integer ids, and the page count.
-
-    The id is the URL's xxhash64, so the links become integers by a projection: no join of
-    1.5M links with the page table on URL strings (two shuffles of the strings, most of the
-    engine's setup). One shuffle of the 64-bit ids checks that no two pages share one; on a
-    clash the ids are numbered instead (``monotonically_increasing_id``, frozen by a local
-    checkpoint) and joined to the links by URL.
-    """
-    ids = (node_set(nodes, edges).select("url", page_id("url").alias("id"))
-           .repartition(parts, "id")
-           .localCheckpoint(eager=True))   # by id, as the rank vector: joined to it once
-    n = ids.count()
-    if ids.select("id").distinct().count() == n:
-        return ids, edges.select(page_id("src").alias("s"), page_id("dst").alias("t")), n
-    log.warning("pagerank distributed: two URLs share an xxhash64 id; numbering the pages")
-    ids = (ids.select("url").withColumn("id", F.monotonically_increasing_id())
-           .localCheckpoint(eager=True))   # freeze the ids: the function is not deterministic
-    src_id = ids.select(F.col("url").alias("src"), F.col("id").alias("s"))
-    dst_id = ids.select(F.col("url").alias("dst"), F.col("id").alias("t"))
-    pairs = (edges.select("src", "dst").join(src_id, on="src", how="inner")
-             .join(dst_id, on="dst", how="inner").select("s", "t"))
-    return ids, pairs, n
-
-
 def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float,
                  tol: float, max_iter: int, personalization: DataFrame | None,
                  start: DataFrame | None, checkpoint_every: int,
-                 broadcast_max_pages: int) -> PageRankResult:
+                 broadcast_max_pages: int, hashes: LinkHashes) -> PageRankResult:
     parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    ids, pairs, n = _integer_graph(nodes, edges, parts)
+    graph = integer_graph(nodes, hashes, parts)
+    pairs, n = graph.pairs, graph.n
     if n == 0:
         return PageRankResult(empty_ranks(spark), 0, 0.0, "distributed")
     outdeg = pairs.groupBy("s").agg(F.count(F.lit(1)).alias("deg"))
@@ -117,25 +98,26 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
                      F.col("live").isNotNull().alias("live"))
              .repartition(parts, "dst" if broadcast else "src").cache())
     links.count()
+    hashes.release()   # the links' one pass is in the cached edges now
     # Per source, from the cached links: the out-degree and a, the share of its vote that
     # goes to dangling pages (null when none does).
     sources = links.groupBy(F.col("src").alias("id")).agg(
         F.count(F.lit(1)).alias("deg"), F.sum(F.when(~F.col("live"), F.col("w"))).alias("a"))
 
-    state = ids.join(sources, on="id", how="left")
+    state = graph.pages.join(sources, on="id", how="left")
     v_col = F.lit(1.0 / n)
     if personalization is not None:
-        pw = personalization.groupBy("url").agg(F.sum("weight").alias("pw"))
-        total = pw.join(ids, on="url", how="inner").agg(F.sum("pw")).first()[0] or 0.0
+        pw = graph.by_id(personalization.select("url", F.col("weight").alias("pw")), "pw")
+        total = pw.agg(F.sum("pw")).first()[0] or 0.0
         if total > 0:
-            state = state.join(pw, on="url", how="left")
+            state = state.join(pw, on="id", how="left")
             v_col = F.coalesce(F.col("pw"), F.lit(0.0)) / F.lit(float(total))
     x_col = F.lit(1.0 / n)
     if start is not None:
-        prev = start.groupBy("url").agg(F.sum("rank").alias("prev"))
-        known = prev.join(ids, on="url", how="inner").agg(F.count(F.lit(1)), F.sum("prev")).first()
+        prev = graph.by_id(start.select("url", F.col("rank").alias("prev")), "prev")
+        known = prev.agg(F.count(F.lit(1)), F.sum("prev")).first()
         if known[0] and (known[1] or 0) > 0:
-            state = state.join(prev, on="url", how="left")
+            state = state.join(prev, on="id", how="left")
             scale = (known[0] / n) / known[1]
             x_col = F.coalesce(F.col("prev") * F.lit(scale), F.lit(1.0 / n))
     # Every page, hash-partitioned by page id: the per-destination sums (partitioned the same
@@ -190,7 +172,7 @@ def _distributed(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dam
         if lumped.any_dangling:
             final = final.union(_dangling_ranks(pages, links, ranks, damping, lumped.before,
                                                  broadcast))
-    out = (final.join(ids, on="id", how="inner").select("url", "rank")
+    out = (final.join(graph.names, on="id", how="inner").select("url", "rank")
            .localCheckpoint(eager=True))
     checkpoints.release()
     links.unpersist()
