@@ -58,9 +58,7 @@ def stored_rows(spark: SparkSession, path: str) -> int:
     """Rows of the link table at ``path`` as stored, superseded versions and markers
     included: an upper bound on the current links that Delta answers from its file
     statistics, without reading the table (0 when there is no table)."""
-    if not storage.is_delta(spark, path):
-        return 0
-    return spark.read.format("delta").load(path).count()
+    return storage.stored_rows(spark, path)
 
 
 def no_links_markers(refreshed_srcs: DataFrame, links: DataFrame, now: datetime) -> DataFrame:

@@ -166,6 +166,20 @@ def merge_source_materialized(spark: SparkSession):
     return session_setting(spark, "spark.databricks.delta.merge.materializeSource", "none")
 
 
+def merge_without_deletion_vectors(spark: SparkSession):
+    """For a MERGE that updates most of a table's rows: rewrite the touched files instead of
+    marking their old rows in deletion vectors (a second read and join of those files)."""
+    return session_setting(spark, "spark.databricks.delta.merge.deletionVectors.persistent", "false")
+
+
+def stored_rows(spark: SparkSession, path: str) -> int:
+    """Rows of the Delta table at ``path`` as stored, answered by Delta from its file
+    statistics without reading the data (0 when there is no table)."""
+    if not is_delta(spark, path):
+        return 0
+    return spark.read.format("delta").load(path).count()
+
+
 def tags_of(user_metadata: str | None) -> list[str]:
     """The stage tags of one commit: a commit that applies several (a round's scorers in one
     MERGE) carries them space-separated."""

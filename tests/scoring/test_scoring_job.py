@@ -119,3 +119,34 @@ def test_opic_on_a_crawl_begun_under_pagerank_inserts_the_virtual_page_in_its_me
     assert sum(r.opic_cash for r in rows.values()) == pytest.approx(1.0, abs=1e-12)
     assert rows[A].last_processed == NOW and rows[A].scores["pagerank"] == 0.5   # other metrics kept
     assert rows[A].score == 0.5          # the ordering score follows scoring.scorer (pagerank)
+
+
+def test_a_merge_of_most_rows_rewrites_files_and_a_sparse_one_keeps_deletion_vectors(
+        spark, make_test_conf, make_crawldb):
+    """The scoring MERGE rewrites the files it touches when it updates at least
+    DENSE_SHARE of the rows (deletion vectors would cost a second join for nothing), and
+    marks the few rows it changes in deletion vectors otherwise."""
+    from crawlkit.scoring.base import get_scorer
+    from crawlkit.scoring.job import DENSE_SHARE, merge_scores
+
+    conf = make_test_conf()
+    db_path = storage.crawldb_path(conf["crawl.dir"])
+    storage.ensure_table(spark, db_path, "crawldb")
+    urls = [f"http://h{i}.test/" for i in range(20)]
+    make_crawldb([{"url": u} for u in urls]).coalesce(1).write.format("delta").mode("append").save(db_path)
+    pagerank = get_scorer("pagerank")
+
+    def merge(scored: list[str], value: float) -> dict:
+        result = spark.createDataFrame([(u, value) for u in scored], "url string, score double")
+        crawldb = storage.read_table(spark, db_path, "crawldb")
+        assert merge_scores(spark, db_path, crawldb, [(pagerank, result)], conf, "t") == len(scored)
+        return spark.sql(f"DESCRIBE HISTORY delta.`{db_path}` LIMIT 1").first()["operationMetrics"]
+
+    dense = urls[:12]
+    assert len(dense) >= DENSE_SHARE * len(urls)
+    metrics = merge(dense, 0.5)
+    assert metrics["numTargetDeletionVectorsAdded"] == "0" and metrics["numTargetRowsCopied"] == "8"
+    metrics = merge(urls[:2], 0.25)
+    assert metrics["numTargetDeletionVectorsAdded"] == "1" and metrics["numTargetRowsCopied"] == "0"
+    scores = {r.url: r.scores.get("pagerank") for r in storage.read_table(spark, db_path, "crawldb").collect()}
+    assert scores == {u: 0.25 if u in urls[:2] else 0.5 if u in dense else None for u in urls}
