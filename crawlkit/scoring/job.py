@@ -195,8 +195,8 @@ def _new_values(results: list[tuple[Scorer, DataFrame]], conf: Conf, focused: bo
 
 # Share of the crawldb's rows at or above which the scoring MERGE does without deletion
 # vectors (see merge_scores). Without them the rows a touched file keeps are copied: at
-# every row updated that is nothing (measured: the MERGE 10-16% faster), at a few rows
-# nearly the whole table. Half is a middle between the two measured ends, not tuned.
+# every row updated that is nothing (measured: the MERGE 10-14% faster), at a few rows
+# nearly every touched file whole. Half sits between the two ends, not tuned.
 DENSE_SHARE = 0.5
 
 
