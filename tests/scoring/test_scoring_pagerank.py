@@ -225,15 +225,17 @@ def test_driver_ships_the_links_urls_only_for_pages_missing_from_the_nodes(spark
 
 
 def test_distributed_numbers_the_pages_when_two_urls_share_an_id(spark, graph, ref_pagerank,
-                                                                monkeypatch):
-    # As for the driver: ids forced to clash (two ids for eight pages); the Murmur3 check
+                                                                monkeypatch, caplog):
+    # As for the driver: ids forced to clash (three ids for eight pages); the Murmur3 check
     # must catch it and the numbered pages give the same answer, warm start included.
     monkeypatch.setattr(graph_module, "page_id", lambda col: F.xxhash64(F.col(col)) % 2)
     nodes, edges = graph
     exact = ref_pagerank(PAGES, CLEAN, damping=0.5)
     start = spark.createDataFrame([(u, float(exact[u])) for u in PAGES[:6]], "url string, rank double")
-    result = pagerank(spark, nodes, edges, damping=0.5, tol=1e-12, max_iter=300,
-                      engine="distributed", start=start)
+    with caplog.at_level("WARNING", logger=graph_module.log.name):
+        result = pagerank(spark, nodes, edges, damping=0.5, tol=1e-12, max_iter=300,
+                          engine="distributed", start=start)
+    assert "share an xxhash64 id" in caplog.text
     assert l1(as_dict(result.ranks), exact) < 1e-9
 
 
