@@ -44,7 +44,7 @@ Usage::
 
     .venv/bin/python scripts/bench/scale.py --sizes 1e4,1e5,1e6,1e7 [--segment 1e4] [--iterations 10]
         [--big-segment 1e5] [--stages updatedb,big,pagerank,score] [--engines driver,distributed]
-        [--score-engine auto]
+        [--score-engine auto] [--driver-max-edges 2e7] [--max-result-size 1g]
         [--workdir /tmp/crawlkit-scale] [--json results.jsonl] [--event-log DIR]
     .venv/bin/python scripts/bench/scale.py --table results.jsonl     # the tables from saved lines
 """
@@ -399,7 +399,8 @@ def run_score(spark, probe: Probe, row: dict, uri: str, args) -> None:
     wrapping ``merge_scores`` for the call."""
     conf = make_conf(crawl__dir=uri, generate__policy="score", scoring__scorer="pagerank",
                      scoring__max_iterations=args.iterations, scoring__tolerance=0.0,
-                     scoring__engine=args.score_engine, spark__shuffle_partitions=args.shuffle_partitions)
+                     scoring__engine=args.score_engine, scoring__driver_max_edges=args.driver_max_edges,
+                     spark__shuffle_partitions=args.shuffle_partitions)
     merge_seconds = []
     merge_scores = scoring_job.merge_scores
 
@@ -613,7 +614,10 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--engines", default="driver,distributed")
     ap.add_argument("--score-engine", default="auto", help="scoring.engine of the score stage")
-    ap.add_argument("--driver-max-edges", type=int, default=20_000_000)
+    ap.add_argument("--driver-max-edges", type=lambda v: int(float(v)), default=20_000_000,
+                    help="scoring.driver_max_edges of the score stage, and the pagerank stage's bound for its driver engine")
+    ap.add_argument("--max-result-size", default="",
+                    help="spark.driver.maxResultSize (default Spark's 1g; the driver engine collects 24 bytes a link)")
     ap.add_argument("--broadcast-max-pages", type=int, default=None,
                     help="distributed PageRank: broadcast the ranks up to this many pages (default: the engine's)")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
@@ -664,6 +668,8 @@ def spark_extra(args) -> dict:
     a run; the event log, if asked for, keeps them for the history server afterwards."""
     extra = {"spark.ui.retainedJobs": "100000", "spark.ui.retainedStages": "100000",
              "spark.ui.retainedTasks": "1000", "spark.sql.ui.retainedExecutions": "100"}
+    if args.max_result_size:
+        extra["spark.driver.maxResultSize"] = args.max_result_size
     if args.event_log:
         os.makedirs(args.event_log, exist_ok=True)
         extra.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + args.event_log})

@@ -13,6 +13,7 @@ from crawlkit.scoring.links import prepare_links
 from crawlkit.scoring import pagerank as pagerank_module
 from crawlkit.scoring.pagerank import driver as driver_module
 from crawlkit.scoring.pagerank import graph as graph_module
+from crawlkit.scoring.pagerank.graph import LinkHashes
 from crawlkit.scoring.pagerank import graphx_raw, host_pagerank, pagerank
 from crawlkit.spark import has_graphframes, has_graphx_bridge
 
@@ -202,18 +203,22 @@ def test_host_pagerank(spark, make_links, ref_pagerank):
 
 
 def test_driver_falls_back_to_strings_when_two_urls_share_an_id(spark, graph, ref_pagerank,
-                                                                monkeypatch):
+                                                                monkeypatch, caplog):
     # Page ids are xxhash64 of the URL; force clashes (two ids for eight pages) to check
     # that the Murmur3 check catches them and the URL-string path still gives the answer.
-    monkeypatch.setattr(driver_module, "page_id", lambda col: F.xxhash64(F.col(col)) % 2)
+    # (the nodes' ids are taken in the driver module, the links' in the graph module)
+    for module in (driver_module, graph_module):
+        monkeypatch.setattr(module, "page_id", lambda col: F.xxhash64(F.col(col)) % 2)
     nodes, edges = graph
-    result = pagerank(spark, nodes, edges, tol=1e-12, max_iter=300, engine="driver")
+    with caplog.at_level("WARNING", logger=driver_module.log.name):
+        result = pagerank(spark, nodes, edges, tol=1e-12, max_iter=300, engine="driver")
+    assert "share an xxhash64 id" in caplog.text
     assert l1(as_dict(result.ranks), ref_pagerank(PAGES, CLEAN)) < 1e-9
 
 
 def test_driver_ships_the_links_urls_only_for_pages_missing_from_the_nodes(spark, graph, ref_pagerank):
     nodes, edges = graph
-    occurrences = driver_module._Occurrences.collect(nodes, edges)
+    occurrences = driver_module._Occurrences.collect(nodes, LinkHashes(edges))
     assert not occurrences.link_urls and len(occurrences.urls) == len(PAGES)   # the nodes' only
     # pages met only as link endpoints (all but a and f) get their URL from a second job
     few = nodes.filter(F.col("url").isin(A, F_))
@@ -269,6 +274,23 @@ def test_distributed_reads_the_prepared_links_once(spark, graph, ref_pagerank):
     assert seen.value == len(CLEAN)
     expected = ref_pagerank(PAGES, CLEAN, damping=0.5, teleport={D: 1.0})
     assert l1(as_dict(result.ranks), expected) < 1e-9
+
+
+def test_driver_collects_the_links_auto_counted_without_reading_them_again(spark, graph, ref_pagerank):
+    # engine=auto with a link table above the driver bound counts the prepared edges; they
+    # fit, and the driver engine collects the table it counted
+    nodes, edges = graph
+    seen = spark.sparkContext.accumulator(0)
+
+    def counted(url):
+        seen.add(1)
+        return url
+    tapped = edges.select(F.udf(counted, "string")("src").alias("src"), "dst")
+    result = pagerank(spark, nodes, tapped, damping=0.5, tol=1e-12, max_iter=300, engine="auto",
+                      driver_max_edges=len(CLEAN), edges_at_most=10 * len(CLEAN))
+    assert result.engine == "driver"
+    assert seen.value == len(CLEAN)
+    assert l1(as_dict(result.ranks), ref_pagerank(PAGES, CLEAN, damping=0.5)) < 1e-9
 
 
 def test_driver_ignores_teleport_urls_that_are_not_pages(spark, graph, ref_pagerank):

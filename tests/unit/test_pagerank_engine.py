@@ -5,6 +5,7 @@ import pyarrow as pa
 import pytest
 
 from crawlkit.scoring.pagerank import _pick_engine
+from crawlkit.scoring.pagerank.common import LINK_BYTES
 from crawlkit.scoring.pagerank.driver import _take_sorted
 
 
@@ -50,3 +51,18 @@ def test_taking_increasing_positions_chunk_by_chunk_equals_a_plain_take():
         positions = np.array(positions, dtype=np.int64)
         assert _take_sorted(urls, positions).to_pylist() == urls.take(pa.array(positions)).to_pylist()
     assert _take_sorted(pa.chunked_array([], pa.string()), np.zeros(0, dtype=np.int64)).to_pylist() == []
+
+
+def test_auto_keeps_the_driver_engine_within_what_the_driver_may_collect(caplog):
+    # 100 edges' hashes take 2,400 bytes: a 2,000-byte maxResultSize would fail the collect
+    edges = Edges(100)
+    with caplog.at_level("WARNING", logger="crawlkit.scoring.pagerank"):
+        assert _pick_engine("auto", edges.count, driver_max_edges=1000, result_limit=2000) == "distributed"
+    assert "maxResultSize" in caplog.text
+    assert _pick_engine("auto", edges.count, driver_max_edges=1000, result_limit=100 * LINK_BYTES) == "driver"
+    assert _pick_engine("auto", edges.count, driver_max_edges=1000, result_limit=0) == "driver"
+    # a known bound is trusted only when its hashes fit too
+    edges = Edges(50)
+    assert _pick_engine("auto", edges.count, driver_max_edges=1000, edges_at_most=100,
+                        result_limit=2000) == "driver"
+    assert edges.counted == 1

@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import BaseScorer, ScoringContext, register
 from crawlkit.scoring.links import prepare_links
-from crawlkit.scoring.pagerank.common import PageRankResult, node_set
+from crawlkit.scoring.pagerank.common import LINK_BYTES, PageRankResult, max_result_size, node_set
 from crawlkit.scoring.pagerank.distributed import BROADCAST_MAX_PAGES, pagerank_distributed
 from crawlkit.scoring.pagerank.driver import pagerank_driver
 from crawlkit.scoring.pagerank.graph import LinkHashes
@@ -61,18 +61,25 @@ ENGINES = ("auto", "driver", "distributed", "graphx", "graphframes")
 
 
 def _pick_engine(engine: str, count_edges: Callable[[], int], driver_max_edges: int,
-                 edges_at_most: int | None = None) -> str:
-    """``auto``: the driver engine up to ``driver_max_edges`` edges. ``edges_at_most`` (an
-    upper bound the caller knows for free, e.g. the link table's row count from Delta's
-    statistics) spares counting the edges (``count_edges``), a full pass over their
-    preparation."""
+                 edges_at_most: int | None = None, result_limit: int = 0) -> str:
+    """``auto``: the driver engine up to ``driver_max_edges`` edges whose hashes
+    (``LINK_BYTES`` each) the driver may collect in one job (``result_limit``:
+    ``spark.driver.maxResultSize``, 0 = no limit): past it that job would fail after the
+    links were read. ``edges_at_most`` (an upper bound the caller knows for free, e.g. the
+    link table's row count from Delta's statistics) spares counting the edges
+    (``count_edges``), a full pass over their preparation."""
     if engine not in ENGINES:
         raise ValueError(f"scoring.engine must be one of {ENGINES}, got {engine!r}")
     if engine != "auto":
         return engine
-    if edges_at_most is not None and edges_at_most <= driver_max_edges:
+    bound = min(driver_max_edges, result_limit // LINK_BYTES) if result_limit else driver_max_edges
+    if edges_at_most is not None and edges_at_most <= bound:
         return "driver"
-    return "driver" if count_edges() <= driver_max_edges else "distributed"
+    edges = count_edges()
+    if bound < edges <= driver_max_edges:
+        log.warning("pagerank: %d edges are within scoring.driver_max_edges, but their hashes exceed "
+                    "spark.driver.maxResultSize (%d bytes): the distributed engine runs", edges, result_limit)
+    return "driver" if edges <= bound else "distributed"
 
 
 def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping: float = 0.85,
@@ -90,15 +97,18 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
     ``broadcast_max_pages``: the distributed engine's layout bound (``BROADCAST_MAX_PAGES``
     when None).
     """
-    # auto counts the edges by reading them as the distributed engine does, once: that
-    # engine then starts from the counted (cached) table, the driver engine drops it
+    # auto counts the edges by reading them as the engines do, once: the engine it picks
+    # then starts from the counted (cached) table
     hashes = LinkHashes(edges)
-    chosen = _pick_engine(engine, hashes.count, driver_max_edges, edges_at_most)
+    chosen = _pick_engine(engine, hashes.count, driver_max_edges, edges_at_most, max_result_size(spark))
+    if chosen == "driver":
+        try:
+            return pagerank_driver(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
+                                   personalization=personalization, start=start, hashes=hashes)
+        finally:
+            hashes.release()
     if chosen != "distributed":
         hashes.release()
-    if chosen == "driver":
-        return pagerank_driver(spark, nodes, edges, damping=damping, tol=tol, max_iter=max_iter,
-                               personalization=personalization, start=start)
     if chosen == "distributed":
         return pagerank_distributed(spark, nodes, edges, damping=damping, tol=tol,
                                     max_iter=max_iter, personalization=personalization,

@@ -50,6 +50,17 @@ def from_arrow(spark: SparkSession, table: pa.Table) -> DataFrame:
         return spark.createDataFrame(table)
 
 
+# What the driver engine collects of a link: its ends' xxhash64 (8 bytes each) and Murmur3
+# (4 bytes each) as Arrow columns. Measured: 1,028.5 MiB for 7 of 8 tasks of ~5x10^7 links.
+LINK_BYTES = 24
+
+
+def max_result_size(spark: SparkSession) -> int:
+    """``spark.driver.maxResultSize`` in bytes (0: no limit), the most one job may collect."""
+    value = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g")
+    return int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value))
+
+
 def page_id(col: str):
     """Page id: xxhash64 of the URL (a projection in Spark, no shuffle, no join)."""
     return F.xxhash64(F.col(col))

@@ -1,5 +1,5 @@
 """The distributed engine's graph: pages and links as 64-bit integers, built from one pass
-over the prepared links.
+over the prepared links (whose hashes, :class:`LinkHashes`, the driver engine collects too).
 
 A page's id is the xxhash64 of its URL, so a link becomes a pair of integers by a
 projection. The prepared links (a shuffle of URL strings: the deduplication of (src, dst))
@@ -35,8 +35,8 @@ class LinkHashes:
     cs, ct (Murmur3, the clash check); 24 bytes a link, cached the first time it is used.
 
     Built lazily so that ``engine = auto`` can count it (:meth:`count`) and hand the same
-    cached table to the distributed engine, or :meth:`release` it when the driver engine
-    wins.
+    cached table to the engine it picks: the distributed engine starts from it, the driver
+    engine collects it (:meth:`plan`).
     """
 
     def __init__(self, edges: DataFrame):
@@ -44,12 +44,20 @@ class LinkHashes:
         self._frame: DataFrame | None = None
         self._count: int | None = None
 
+    def _projection(self) -> DataFrame:
+        return self.edges.select(page_id("src").alias("s"), page_id("dst").alias("t"),
+                                 check_hash("src").alias("cs"), check_hash("dst").alias("ct"))
+
     def frame(self) -> DataFrame:
+        """The cached table (built by the first action on it)."""
         if self._frame is None:
-            self._frame = self.edges.select(
-                page_id("src").alias("s"), page_id("dst").alias("t"),
-                check_hash("src").alias("cs"), check_hash("dst").alias("ct")).cache()
+            self._frame = self._projection().cache()
         return self._frame
+
+    def plan(self) -> DataFrame:
+        """The hashes for one read: the cached table when something built it already, else
+        the projection of the links (caching a table read once would only copy it)."""
+        return self._frame if self._frame is not None else self._projection()
 
     def count(self) -> int:
         if self._count is None:
