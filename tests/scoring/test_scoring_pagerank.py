@@ -255,17 +255,21 @@ def test_distributed_names_the_pages_met_only_as_link_ends(spark, graph, ref_pag
         assert l1({r.url: r.rank for r in ranks}, ref_pagerank(pages, CLEAN, damping=0.5)) < 1e-9
 
 
-def test_distributed_reads_the_prepared_links_once(spark, graph, ref_pagerank):
-    # engine=auto above the driver bound counts the edges and runs on the table it counted;
-    # the links' ends go through a Python UDF that counts the rows it sees.
-    nodes, edges = graph
+def tapped_links(spark, edges):
+    """``edges`` whose sources pass through a Python UDF counting the rows it sees, and that
+    counter: how many times the links were read."""
     seen = spark.sparkContext.accumulator(0)
 
     def counted(url):
         seen.add(1)
         return url
-    tap = F.udf(counted, "string")
-    tapped = edges.select(tap("src").alias("src"), "dst")
+    return edges.select(F.udf(counted, "string")("src").alias("src"), "dst"), seen
+
+
+def test_distributed_reads_the_prepared_links_once(spark, graph, ref_pagerank):
+    # engine=auto above the driver bound counts the edges and runs on the table it counted
+    nodes, edges = graph
+    tapped, seen = tapped_links(spark, edges)
     teleport = spark.createDataFrame([(D, 1.0), ("http://elsewhere.test/", 5.0)],
                                      "url string, weight double")
     result = pagerank(spark, nodes, tapped, damping=0.5, tol=1e-12, max_iter=300, engine="auto",
@@ -280,12 +284,7 @@ def test_driver_collects_the_links_auto_counted_without_reading_them_again(spark
     # engine=auto with a link table above the driver bound counts the prepared edges; they
     # fit, and the driver engine collects the table it counted
     nodes, edges = graph
-    seen = spark.sparkContext.accumulator(0)
-
-    def counted(url):
-        seen.add(1)
-        return url
-    tapped = edges.select(F.udf(counted, "string")("src").alias("src"), "dst")
+    tapped, seen = tapped_links(spark, edges)
     result = pagerank(spark, nodes, tapped, damping=0.5, tol=1e-12, max_iter=300, engine="auto",
                       driver_max_edges=len(CLEAN), edges_at_most=10 * len(CLEAN))
     assert result.engine == "driver"

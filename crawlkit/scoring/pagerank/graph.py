@@ -141,14 +141,24 @@ def _link_only_names(edges: DataFrame, keys: DataFrame, count: int) -> DataFrame
             .dropDuplicates(["id"]).localCheckpoint(eager=True))
 
 
-def _numbered_graph(nodes: DataFrame, edges: DataFrame, parts: int) -> IntegerGraph:
+def numbered_pages(nodes: DataFrame, edges: DataFrame, parts: int | None = None) -> tuple[DataFrame, DataFrame]:
     """Pages numbered by ``monotonically_increasing_id`` over the URL set (frozen by a local
-    checkpoint: the function is not deterministic), links joined to them by URL: exact,
-    slower (two shuffles of the links' URL strings); only after a clash."""
-    names = (node_set(nodes, edges).withColumn("id", F.monotonically_increasing_id())
-             .repartition(parts, "id").localCheckpoint(eager=True))
+    checkpoint: the function is not deterministic; hash-partitioned by id into ``parts`` if
+    given) and the links joined to them by URL: (url, id) and (s, t). Exact, slower than
+    hashing (two shuffles of the links' URL strings): the distributed engine's path after a
+    clash, and the graphx engine's numbering."""
+    names = node_set(nodes, edges).withColumn("id", F.monotonically_increasing_id())
+    if parts is not None:
+        names = names.repartition(parts, "id")
+    names = names.localCheckpoint(eager=True)
     src_id = names.select(F.col("url").alias("src"), F.col("id").alias("s"))
     dst_id = names.select(F.col("url").alias("dst"), F.col("id").alias("t"))
     pairs = (edges.select("src", "dst").join(src_id, on="src", how="inner")
              .join(dst_id, on="dst", how="inner").select("s", "t"))
+    return names, pairs
+
+
+def _numbered_graph(nodes: DataFrame, edges: DataFrame, parts: int) -> IntegerGraph:
+    """The graph with numbered pages (:func:`numbered_pages`): only after a clash."""
+    names, pairs = numbered_pages(nodes, edges, parts)
     return IntegerGraph(names.select("id"), names, pairs, names.count(), hashed=False)

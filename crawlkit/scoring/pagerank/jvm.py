@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from crawlkit.scoring.pagerank.common import PageRankResult, node_set
+from crawlkit.scoring.pagerank.graph import numbered_pages
 
 
 def _single_source(personalization: DataFrame | None, engine: str) -> str | None:
@@ -26,8 +27,8 @@ def graphx_raw(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dampi
                tol: float, max_iter: int, source: str | None = None) -> DataFrame:
     """GraphX's own answer, unnormalized: url, rank (sums to N; to 1 with a source page).
 
-    Pages get dense ids as in the distributed engine (``monotonically_increasing_id``,
-    frozen by a local checkpoint, joined to the links), the edges go to the JVM as a
+    Pages get dense ids as in the distributed engine after a clash (``numbered_pages``:
+    ``monotonically_increasing_id``, frozen by a local checkpoint, joined to the links), the edges go to the JVM as a
     DataFrame and crawlkit's bridge (scripts/jars/graphx-bridge) builds the GraphX graph
     and runs ``PageRank.runUntilConvergenceWithOptions(graph, tol, 1 - d, source)``, or
     ``runWithOptions`` for ``max_iter`` iterations when ``tol <= 0``.
@@ -36,12 +37,8 @@ def graphx_raw(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dampi
     if not has_graphx_bridge(spark):
         raise RuntimeError(f"scoring.engine=graphx needs {GRAPHX_BRIDGE} "
                            "(.jars/crawlkit-graphx-bridge.jar: run scripts/setup.sh)")
-    ids = (node_set(nodes, edges).withColumn("id", F.monotonically_increasing_id())
-           .localCheckpoint(eager=True))
-    pairs = (edges.select("src", "dst")
-             .join(ids.select(F.col("url").alias("src"), F.col("id").alias("s")), on="src")
-             .join(ids.select(F.col("url").alias("dst"), F.col("id").alias("d")), on="dst")
-             .select(F.col("s").alias("src"), F.col("d").alias("dst")))
+    ids, numbered = numbered_pages(nodes, edges)
+    pairs = numbered.select(F.col("s").alias("src"), F.col("t").alias("dst"))
     source_id = -1
     if source is not None:
         row = ids.filter(F.col("url") == source).select("id").first()
