@@ -28,8 +28,8 @@ def graphx_raw(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dampi
     """GraphX's own answer, unnormalized: url, rank (sums to N; to 1 with a source page).
 
     Pages get dense ids as in the distributed engine after a clash (``numbered_pages``:
-    ``monotonically_increasing_id``, frozen by a local checkpoint, joined to the links), the edges go to the JVM as a
-    DataFrame and crawlkit's bridge (scripts/jars/graphx-bridge) builds the GraphX graph
+    ``monotonically_increasing_id``, frozen by a local checkpoint, joined to the links),
+    the edges go to the JVM as a DataFrame and crawlkit's bridge (scripts/jars/graphx-bridge) builds the GraphX graph
     and runs ``PageRank.runUntilConvergenceWithOptions(graph, tol, 1 - d, source)``, or
     ``runWithOptions`` for ``max_iter`` iterations when ``tol <= 0``.
     """
