@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from crawlkit.scoring.pagerank import _pick_engine
-from crawlkit.scoring.pagerank.common import LINK_BYTES
+from crawlkit.scoring.pagerank.common import LINK_BYTES, max_result_size
 from crawlkit.scoring.pagerank.driver import _take_sorted
 
 
@@ -66,3 +66,9 @@ def test_auto_keeps_the_driver_engine_within_what_the_driver_may_collect(caplog)
     assert _pick_engine("auto", edges.count, driver_max_edges=1000, edges_at_most=100,
                         result_limit=2000) == "driver"
     assert edges.counted == 1
+
+
+def test_the_collect_limit_is_spark_s_setting_in_bytes(spark):
+    # the test session keeps Spark's default, "1g"
+    assert spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g") == "1g"
+    assert max_result_size(spark) == 1024 ** 3
