@@ -107,8 +107,6 @@ def pagerank(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, damping
                                    personalization=personalization, start=start, hashes=hashes)
         finally:
             hashes.release()
-    if chosen != "distributed":
-        hashes.release()
     if chosen == "distributed":
         return pagerank_distributed(spark, nodes, edges, damping=damping, tol=tol,
                                     max_iter=max_iter, personalization=personalization,

@@ -54,18 +54,13 @@ class _Occurrences:
         nt = to_arrow(nodes.select("url", page_id("url").alias("h1"), check_hash("url").alias("h2")))
         if link_urls is None:
             link_urls = nt.num_rows == 0
-        if link_urls:
-            et = to_arrow(links.edges.select("src", "dst", page_id("src").alias("s1"), check_hash("src").alias("s2"),
-                                             page_id("dst").alias("d1"), check_hash("dst").alias("d2")))
-        else:
-            et = to_arrow(links.plan().select(F.col("s").alias("s1"), F.col("cs").alias("s2"),
-                                              F.col("t").alias("d1"), F.col("ct").alias("d2")))
+        et = to_arrow(links.plan(urls=link_urls))
         chunks = nt.column("url").chunks
         if link_urls:
             chunks = chunks + et.column("src").chunks + et.column("dst").chunks
         urls = pa.chunked_array(chunks, type=pa.string())
-        h1 = _concat([nt.column("h1"), et.column("s1"), et.column("d1")], np.int64)
-        h2 = _concat([nt.column("h2"), et.column("s2"), et.column("d2")], np.int32)
+        h1 = _concat([nt.column("h1"), et.column("s"), et.column("t")], np.int64)
+        h2 = _concat([nt.column("h2"), et.column("cs"), et.column("ct")], np.int32)
         return cls(urls, h1, h2, nt.num_rows, et.num_rows, link_urls)
 
 

@@ -44,8 +44,9 @@ class LinkHashes:
         self._frame: DataFrame | None = None
         self._count: int | None = None
 
-    def _projection(self) -> DataFrame:
-        return self.edges.select(page_id("src").alias("s"), page_id("dst").alias("t"),
+    def _projection(self, urls: bool = False) -> DataFrame:
+        return self.edges.select(*(["src", "dst"] if urls else []),
+                                 page_id("src").alias("s"), page_id("dst").alias("t"),
                                  check_hash("src").alias("cs"), check_hash("dst").alias("ct"))
 
     def frame(self) -> DataFrame:
@@ -54,10 +55,13 @@ class LinkHashes:
             self._frame = self._projection().cache()
         return self._frame
 
-    def plan(self) -> DataFrame:
+    def plan(self, urls: bool = False) -> DataFrame:
         """The hashes for one read: the cached table when something built it already, else
-        the projection of the links (caching a table read once would only copy it)."""
-        return self._frame if self._frame is not None else self._projection()
+        the projection of the links (caching a table read once would only copy it). With
+        ``urls`` the links' src and dst come along (a projection of the links, never cached)."""
+        if self._frame is not None and not urls:
+            return self._frame
+        return self._projection(urls)
 
     def count(self) -> int:
         if self._count is None:

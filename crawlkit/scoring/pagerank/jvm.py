@@ -29,8 +29,8 @@ def graphx_raw(spark: SparkSession, nodes: DataFrame, edges: DataFrame, *, dampi
 
     Pages get dense ids as in the distributed engine after a clash (``numbered_pages``:
     ``monotonically_increasing_id``, frozen by a local checkpoint, joined to the links),
-    the edges go to the JVM as a DataFrame and crawlkit's bridge (scripts/jars/graphx-bridge) builds the GraphX graph
-    and runs ``PageRank.runUntilConvergenceWithOptions(graph, tol, 1 - d, source)``, or
+    the edges go to the JVM as a DataFrame and crawlkit's bridge
+    (scripts/jars/graphx-bridge) builds the GraphX graph and runs ``PageRank.runUntilConvergenceWithOptions(graph, tol, 1 - d, source)``, or
     ``runWithOptions`` for ``max_iter`` iterations when ``tol <= 0``.
     """
     from crawlkit.spark import GRAPHX_BRIDGE, has_graphx_bridge
