@@ -256,11 +256,13 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     and the link targets are computed from the parse again: a plan over 10^5 pages' outlinks
     is cheaper to run twice than 5x10^5 links to materialize and count (docs/scale.md).
     The rows generate locked into the segment are read once (``locked_by``: Delta's data
-    skipping opens only the files generate wrote them to) and held as a local checkpoint.
-    While the lock holds all the segment's rows (the usual case), one overwrite of those
-    rows (``replace_locked_rows``) computes everything else inside its write: the
-    transition of each row, the link targets with their depth, the probe of the crawldb's
-    ``url_hash`` column for targets that are new, and their rows; the counters are observed
+    skipping opens only the files generate wrote them to) and held as a local checkpoint,
+    and so are the link targets with their depth: the probe of the crawldb's ``url_hash``
+    column for targets that are new and the join with what it finds both read them
+    (computed for each, their shuffle of the outlinks cost more than the checkpoint:
+    docs/scale.md). While the lock holds all the segment's rows (the usual case), one
+    overwrite of those rows (``replace_locked_rows``) computes the rest inside its write:
+    the transition of each row, the probe, the new URLs' rows; the counters are observed
     on the written rows. So the crawldb is read twice, the lock's files and one 8-byte column
     of the rest, and nothing is joined with the rest. Otherwise (a lock expired and taken by
     a later segment, a URL no longer there) the segment URLs' rows are read from the whole
@@ -297,16 +299,13 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     urls = content.select("url")
     locked = crawldb.filter(locked_by(segment)).localCheckpoint(eager=True)
     all_locked = locked.join(small(urls, segment_urls, bound), on="url", how="left_semi").count() == segment_urls
+    rows = locked if all_locked else _probe(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
+    targets = link_targets(links, rows, urls, segment_urls, bound).localCheckpoint(eager=True)
+    fresh = _entries(_unknown(targets, crawldb, links_count, bound), crawldb, conf, now)
     with storage.commit_tag(spark, tag):
         if all_locked:
-            targets = link_targets(links, locked, urls, segment_urls, bound)
-            fresh = _entries(_unknown(targets, crawldb, links_count, bound), crawldb, conf, now)
-            new_count, counts = replace_locked_rows(locked, outcome, fresh, segment, segment_urls, db_path, conf, now)
+            new_count, counts = replace_locked_rows(rows, outcome, fresh, segment, segment_urls, db_path, conf, now)
         else:
-            rows = _probe(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
-            # the targets feed the probe, the join with what it finds and the new rows: computed once
-            targets = link_targets(links, rows, urls, segment_urls, bound).localCheckpoint(eager=True)
-            fresh = _entries(_unknown(targets, crawldb, targets.count(), bound), crawldb, conf, now)
             new_count, counts = merge_segment(table, rows, outcome, fresh, segment_urls, conf, now)
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
                 "new_urls": new_count,
