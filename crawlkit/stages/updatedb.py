@@ -258,12 +258,12 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     The rows generate locked into the segment are read once (``locked_by``: Delta's data
     skipping opens only the files generate wrote them to) and held as a local checkpoint,
     and so are the link targets with their depth: the probe of the crawldb's ``url_hash``
-    column for targets that are new and the join with what it finds both read them
-    (computed for each, their shuffle of the outlinks cost more than the checkpoint:
-    docs/scale.md). While the lock holds all the segment's rows (the usual case), one
-    overwrite of those rows (``replace_locked_rows``) computes the rest inside its write:
-    the transition of each row, the probe, the new URLs' rows; the counters are observed
-    on the written rows. So the crawldb is read twice, the lock's files and one 8-byte column
+    column for targets that are new and the join with what it finds both read them (as a
+    plan, the outlinks were exploded and shuffled for each: docs/scale.md, 2026-12-05).
+    While the lock holds all the segment's rows (the usual case), one overwrite of those
+    rows (``replace_locked_rows``) computes the rest inside its write: the transition of
+    each row, the probe, the new URLs' rows; the counters are observed on the written
+    rows. So the crawldb is read twice, the lock's files and one 8-byte column
     of the rest, and nothing is joined with the rest. Otherwise (a lock expired and taken by
     a later segment, a URL no longer there) the segment URLs' rows are read from the whole
     crawldb and a MERGE applies the segment (``merge_segment``). The segment's side of every
