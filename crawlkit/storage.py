@@ -30,6 +30,7 @@ from crawlkit import schemas
 
 CRAWLDB = "crawldb"
 LINKDB = "linkdb"
+SCHEMA_PROPERTY = "crawlkit.schema"   # table property: "<table>:v<version>" of the declaration it follows
 log = logging.getLogger(__name__)
 
 
@@ -77,14 +78,14 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     """Create an empty Delta table with the declared schema if it does not exist yet. An
     existing table is brought up to its declaration first: the columns Delta keeps
     statistics for (``schemas.data_skipping_columns``), then derived columns declared after
-    it was written (``add_derived_columns``). (The ``crawlkit.schema`` property records the
-    declaration a table was created with.)"""
+    it was written (``add_derived_columns``), and its ``SCHEMA_PROPERTY`` set to the
+    declaration it now follows."""
     if not is_delta(spark, path):
         builder = (DeltaTable.createIfNotExists(spark)
                    .location(qualified(spark, path))
                    .addColumns(schemas.struct(table))
                    .property("delta.enableDeletionVectors", str(deletion_vectors).lower())
-                   .property("crawlkit.schema", f"{table}:v{schemas.version(table)}"))
+                   .property(SCHEMA_PROPERTY, _schema_property(table)))
         for key, value in _layout(table, schemas.columns(table)).items():
             builder = builder.property(key, value)
         builder.execute()
@@ -92,16 +93,33 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     delta = DeltaTable.forPath(spark, path)
     present = delta.toDF().columns
     have = delta.detail().first()["properties"]
-    changed = {k: v for k, v in _layout(table, present).items() if have.get(k) != v}
-    if changed:
-        settings = ", ".join(f"'{k}' = '{v}'" for k, v in changed.items())
-        spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` SET TBLPROPERTIES ({settings})")
+    layout = {k: v for k, v in _layout(table, present).items() if have.get(k) != v}
+    schema = _schema_property(table)
+    declared = {} if have.get(SCHEMA_PROPERTY) == schema else {SCHEMA_PROPERTY: schema}
     missing = [c for c in schemas.derived(table) if c not in present]
     if missing:
+        # the layout before the rewrite (its files get the declared statistics), the
+        # declaration after it (a crash in between leaves the old one recorded)
+        _set_properties(spark, path, layout)
         add_derived_columns(spark, path, table, missing)
-    if changed or missing:
+        _set_properties(spark, path, declared)
+    else:
+        _set_properties(spark, path, layout | declared)
+    if layout or declared or missing:
         delta = DeltaTable.forPath(spark, path)
     return delta
+
+
+def _set_properties(spark: SparkSession, path: str, properties: dict[str, str]) -> None:
+    """Set table properties in one commit (none: no commit)."""
+    if properties:
+        settings = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+        spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` SET TBLPROPERTIES ({settings})")
+
+
+def _schema_property(table: str) -> str:
+    """The value of ``SCHEMA_PROPERTY`` for the current declaration of ``table``."""
+    return f"{table}:v{schemas.version(table)}"
 
 
 def _layout(table: str, present: list[str]) -> dict[str, str]:

@@ -35,8 +35,8 @@ def test_conform_and_frame_compute_the_url_fingerprint_a_row_lacks(spark):
 
 def test_a_crawldb_written_before_url_hash_gets_it_in_one_commit_once(spark, tmp_path):
     """A crawldb of schema v1 (no url_hash column) is rewritten once, in one tagged overwrite,
-    when a stage opens it: every row keeps its values and gains its fingerprint; opening it
-    again changes nothing."""
+    when a stage opens it: every row keeps its values and gains its fingerprint, and the
+    table records the declaration it now follows; opening it again changes nothing."""
     path = str(tmp_path / "crawldb")
     old = _rows(spark).drop("url_hash").withColumn("schema_version", F.lit(1))
     old.write.format("delta").save(path)
@@ -45,7 +45,8 @@ def test_a_crawldb_written_before_url_hash_gets_it_in_one_commit_once(spark, tmp
     storage.ensure_table(spark, path, "crawldb")
     history = DeltaTable.forPath(spark, path).history().orderBy("version").collect()
     assert [(h.operation, h.userMetadata) for h in history] == [
-        ("WRITE", None), ("SET TBLPROPERTIES", None), ("WRITE", "migrate:crawldb:v2")]
+        ("WRITE", None), ("SET TBLPROPERTIES", None), ("WRITE", "migrate:crawldb:v2"), ("SET TBLPROPERTIES", None)]
+    assert DeltaTable.forPath(spark, path).detail().first().properties[storage.SCHEMA_PROPERTY] == "crawldb:v2"
     migrated = spark.read.format("delta").load(path)
     assert {r.url: r.asDict() for r in migrated.drop("url_hash").collect()} == \
         {r.url: r.asDict() for r in old.collect()}
