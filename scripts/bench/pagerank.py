@@ -30,7 +30,6 @@ import time
 import numpy as np
 import pandas as pd
 import psutil
-import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from pyspark.sql import functions as F
 
 from crawlkit import storage
 from crawlkit.conf import make_conf

@@ -1,7 +1,7 @@
 """Builders for small inline crawldb and link tables (the declared schemas, few columns given)."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import numpy as np
 import pytest

@@ -4,9 +4,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import storage
 from crawlkit.scoring import VIRTUAL_URL, run_scoring
 from crawlkit.scoring.opic import opic_inject
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 import networkx as nx
-import numpy as np
 import pytest
 from pyspark.sql import functions as F
 

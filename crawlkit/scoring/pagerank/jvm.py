@@ -8,7 +8,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit.scoring.pagerank.common import PageRankResult
+from crawlkit.scoring.pagerank.common import PageRankResult, node_set
 from crawlkit.scoring.pagerank.graph import numbered_pages
 
 
