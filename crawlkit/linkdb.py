@@ -80,11 +80,15 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
     plan over the segment's files rather than a materialized table.
 
     A rerun of an applied segment (a crash between this commit and the crawldb's) appends
-    nothing: the tag is in the table's history."""
+    nothing: the tag is in the table's history. The history is read once: it answers that,
+    the version this commit will have, and (with this commit's rows) ``since_compaction``:
+    (rows appended since the last compaction, rows it kept), for ``compaction_due``."""
     storage.ensure_table(spark, path, "links")
-    if storage.was_applied(spark, path, tag):
-        return {"appended": 0, "pages_without_links": 0, "skipped": "already applied"}
-    version = storage.table_version(spark, path) + 1
+    commits = storage.history(spark, path)
+    if storage.applied_in(commits, tag):
+        return {"appended": 0, "pages_without_links": 0, "skipped": "already applied",
+                "since_compaction": appended_since_compaction(commits)}
+    version = commits[-1]["version"] + 1
     counted = Observation(f"links:{tag}")
     marked = Observation(f"markers:{tag}")
     rows = (links.observe(counted, F.count(F.lit(1)).alias("n"))
@@ -93,7 +97,11 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
     with storage.commit_tag(spark, tag):
         (schemas.conform(rows, "links").write.format("delta").mode("append")
          .option("mergeSchema", "true").save(path))
-    return {"appended": counted.get["n"], "pages_without_links": marked.get["n"], "version": version}
+    appended, markers = counted.get["n"], marked.get["n"]
+    this = {"version": version, "operation": "WRITE", "userMetadata": tag,
+            "operationMetrics": {"numOutputRows": str(appended + markers)}}
+    return {"appended": appended, "pages_without_links": markers, "version": version,
+            "since_compaction": appended_since_compaction(commits + [this])}
 
 
 def last_metrics(spark: SparkSession, path: str) -> dict:
@@ -103,12 +111,16 @@ def last_metrics(spark: SparkSession, path: str) -> dict:
 
 def rows_since_compaction(spark: SparkSession, path: str) -> tuple[int, int]:
     """(rows appended since the last compaction, rows it kept), from the table's commit
-    metrics. Without a compaction, the first append that wrote rows (the table's first
+    metrics (``appended_since_compaction``)."""
+    return appended_since_compaction(storage.history(spark, path))
+
+
+def appended_since_compaction(commits: list[dict]) -> tuple[int, int]:
+    """(rows appended since the last compaction, rows it kept) in a history (``storage.history``,
+    oldest first). Without a compaction, the first append that wrote rows (the table's first
     load) stands for one."""
-    history = (DeltaTable.forPath(spark, path).history()
-               .select("version", "operation", "userMetadata", "operationMetrics").collect())
     writes = []                      # rows of each append since the last compaction, newest first
-    for row in sorted(history, key=lambda r: r["version"], reverse=True):
+    for row in reversed(commits):
         rows = int((row["operationMetrics"] or {}).get("numOutputRows", 0))
         if any(t.startswith(COMPACT_TAG) for t in storage.tags_of(row["userMetadata"])):
             return sum(writes), rows
@@ -120,13 +132,11 @@ def rows_since_compaction(spark: SparkSession, path: str) -> tuple[int, int]:
     return sum(writes), first_load
 
 
-def due_for_compaction(spark: SparkSession, path: str, ratio: float) -> bool:
-    """Whether the rows appended since the last compaction reach ``ratio`` of what it kept
-    (``ratio`` <= 0: never)."""
-    if ratio <= 0 or not storage.is_delta(spark, path):
-        return False
-    appended, base = rows_since_compaction(spark, path)
-    return appended > 0 and appended >= ratio * base
+def compaction_due(since_compaction: tuple[int, int], ratio: float) -> bool:
+    """Whether the rows appended since the last compaction reach ``ratio`` of what it kept,
+    given both (``appended_since_compaction``); ``ratio`` <= 0: never."""
+    appended, base = since_compaction
+    return ratio > 0 and appended > 0 and appended >= ratio * base
 
 
 def compact(spark: SparkSession, path: str, tag: str) -> dict:

@@ -210,14 +210,27 @@ def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
     return any(tag in tags_of(commit) for commit in commit_tags(spark, path))
 
 
+def applied_in(commits: list[dict], tag: str) -> bool:
+    """``was_applied`` on a history already read (``history``)."""
+    return any(tag in tags_of(commit["userMetadata"]) for commit in commits)
+
+
 def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
     """``userMetadata`` of every commit in the table's history, oldest first (None where a
     commit was untagged); [] when there is no table. Delta prunes history after
     ``delta.logRetentionDuration``, so only recent stages can be told apart this way."""
+    return [commit["userMetadata"] for commit in history(spark, path)]
+
+
+def history(spark: SparkSession, path: str) -> list[dict]:
+    """The table's commits, oldest first: ``version``, ``operation``, ``userMetadata``,
+    ``operationMetrics`` of each ([] when there is no table). One read (a Spark job) serves
+    every question a stage asks of the history."""
     if not is_delta(spark, path):
         return []
-    rows = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
-    return [r["userMetadata"] for r in sorted(rows, key=lambda r: r["version"])]
+    rows = (DeltaTable.forPath(spark, path).history()
+            .select("version", "operation", "userMetadata", "operationMetrics").collect())
+    return [r.asDict() for r in sorted(rows, key=lambda r: r["version"])]
 
 
 def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, table: str,

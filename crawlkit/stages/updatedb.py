@@ -310,7 +310,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
                 "new_urls": new_count,
                 "version": storage.table_version(spark, db_path)}
-    if linkdb.due_for_compaction(spark, link_path, conf["db.links_compact_ratio"]):
+    if linkdb.compaction_due(link_changes["since_compaction"], conf["db.links_compact_ratio"]):
         counters["link_compaction"] = linkdb.compact(spark, link_path, f"{linkdb.COMPACT_TAG}:{segment}")
     storage.write_stats(spark, crawl_dir, segment, "updatedb", counters)
     return counters

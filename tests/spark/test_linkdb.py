@@ -38,13 +38,15 @@ def test_append_stamps_the_version_marks_bare_pages_and_is_applied_once(spark, t
     first = raw(spark, [(A, A + "x", "x", T1, None), (B, B + "z", "z", T1, None)])
     refreshed = spark.createDataFrame([(A,), (B,)], "src string")
     assert linkdb.append_segment(spark, path, first, refreshed, T1, "linkdb:s1") == \
-        {"appended": 2, "pages_without_links": 0, "version": 1}
+        {"appended": 2, "pages_without_links": 0, "version": 1, "since_compaction": (0, 2)}
     # s2: a keeps one link, b now links nowhere (404), c was not refetched
     again = raw(spark, [(A, A + "x", "ex", T2, None)])
     refreshed = spark.createDataFrame([(A,), (B,)], "src string")
     assert linkdb.append_segment(spark, path, again, refreshed, T2, "linkdb:s2") == \
-        {"appended": 1, "pages_without_links": 1, "version": 2}
-    assert linkdb.append_segment(spark, path, again, refreshed, T2, "linkdb:s2")["skipped"] == "already applied"
+        {"appended": 1, "pages_without_links": 1, "version": 2, "since_compaction": (2, 2)}
+    rerun = linkdb.append_segment(spark, path, again, refreshed, T2, "linkdb:s2")
+    assert rerun["skipped"] == "already applied" and rerun["since_compaction"] == (2, 2)
+    assert linkdb.rows_since_compaction(spark, path) == (2, 2)   # what the appends said, from the table
     stored = storage.read_table(spark, path, "links")
     assert sorted((r.src, r.dst, r.commit_version) for r in stored.collect()) == sorted([
         (A, A + "x", 1), (A, A + "x", 2), (B, B + "z", 1), (B, linkdb.NO_LINKS, 2)])
@@ -75,9 +77,10 @@ def test_compaction_drops_superseded_rows_and_changes_no_current_link(spark, tmp
     refetch = raw(spark, [(p, p + "new", "b", T2, None) for p in pages[:2]])
     linkdb.append_segment(spark, path, refetch, every.limit(2), T2, "linkdb:s2")
     assert linkdb.rows_since_compaction(spark, path) == (2, 40)
-    assert not linkdb.due_for_compaction(spark, path, 0.5)
-    assert linkdb.due_for_compaction(spark, path, 0.05)
-    assert not linkdb.due_for_compaction(spark, path, 0)
+    assert not linkdb.compaction_due((2, 40), 0.5)
+    assert linkdb.compaction_due((2, 40), 0.05)
+    assert not linkdb.compaction_due((2, 40), 0)
+    assert not linkdb.compaction_due((0, 40), 0.05)
     before = linkdb.current(storage.read_table(spark, path, "links")).localCheckpoint(eager=True)
 
     assert linkdb.compact(spark, path, f"{linkdb.COMPACT_TAG}:s2")["kept"] == 34

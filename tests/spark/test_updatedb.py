@@ -164,7 +164,8 @@ def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_
                    parse_rows(spark, [{"url": "http://a.test/", "signature": "A2", "outlinks": [
                        link("http://a.test/y", "why"), link("http://a.test/x", "ex")]}], "s2"))
     counters = run_updatedb(spark, conf, later, "s2")
-    assert counters["link_changes"] == {"appended": 2, "pages_without_links": 1, "version": 2}
+    assert counters["link_changes"] == {"appended": 2, "pages_without_links": 1, "version": 2,
+                                        "since_compaction": (3, 2)}
     # 3 rows appended on a table first loaded with 2: past db.links_compact_ratio (0.5), so
     # updatedb compacted it to the 2 current links (s1's and the marker are gone)
     assert counters["link_compaction"]["kept"] == 2
