@@ -1,13 +1,10 @@
 """Small inline crawldb, link and text tables for the focus tests, and a ScoringContext maker."""
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
+from focushelpers import NOW
 
 from crawlkit import schemas
-
-NOW = datetime(2024, 1, 1, 12, 0, 0)
 
 
 def host(url: str) -> str:
@@ -65,7 +62,3 @@ def context(spark, make_test_conf):
         return ScoringContext(spark, c, NOW, crawldb=db, links=link_df, texts=text_df, segment=segment,
                               focus=focus_state(ctx, load_query(c)))
     return build
-
-
-def as_dict(df, key="url", value="score"):
-    return {r[key]: r[value] for r in df.collect()}

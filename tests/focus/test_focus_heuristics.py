@@ -3,7 +3,7 @@ import pytest
 from chispa import assert_df_equality
 
 from crawlkit.scoring import get_scorer
-from conftest import as_dict
+from focushelpers import as_dict
 
 A = "http://a.test/"
 P = {name: f"http://a.test/{name}.html" for name in ("url", "text", "surr", "title", "all", "none")}

@@ -5,7 +5,7 @@ from crawlkit.conf import make_conf
 from crawlkit.scoring.focus.hot import hot_distances, judge
 from crawlkit.scoring.focus.query import Query
 
-from conftest import as_dict
+from focushelpers import as_dict
 
 Q = Query(("computer",))
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from conftest import NOW
+from focushelpers import NOW
 from pyspark.sql import functions as F
 
 from crawlkit.stages.generate import generate

@@ -6,7 +6,7 @@ two best unfetched ones whose score is above 0, and learns their links and text.
 """
 from crawlkit.scoring import get_scorer
 
-from conftest import as_dict
+from focushelpers import as_dict
 
 S, R, J = "http://w.test/", "http://w.test/course.html", "http://w.test/j.html"
 MIDDLE = [f"http://w.test/i{i}.html" for i in range(4)]
