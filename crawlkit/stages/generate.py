@@ -4,7 +4,8 @@ Candidates are URLs due now (``fetch_time <= now``), not locked by a segment tha
 applied (the lock expires after ``generate.lock_timeout``, as Nutch's crawl.gen.delay), with
 an ordering score of at least ``generate.min_score``. Per-host and per-domain caps keep the
 best URLs of each host; then an exact global top-N by score (Spark's TakeOrderedAndProject,
-not Nutch's approximate per-reducer cut), or by several metrics in turn
+not Nutch's approximate per-reducer cut; the caps' window runs over the best candidates
+only, crawlkit/stages/capped_top.py), or by several metrics in turn
 (``generate.policy = "interleave"``, the default: crawlkit/stages/interleave.py). The fetch
 list is hash-partitioned by host so one host is in one partition: one fetch task owns a
 host, which is what makes politeness hold across executors.
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
+from crawlkit.stages.capped_top import capped_top
 from crawlkit.stages.hot_queue import QUEUE, with_queue
 from crawlkit.stages.interleave import interleaved, interleaved_metrics
 from crawlkit.status import Status
@@ -101,16 +103,19 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
     def capped(df: DataFrame, order: list) -> DataFrame:
         df = cap_per_group(df, "host", conf["generate.max_per_host"], order)
         return cap_per_group(df, "domain", conf["generate.max_per_domain"], order)
+    caps = capped if conf["generate.max_per_host"] > 0 or conf["generate.max_per_domain"] > 0 else None
 
     metrics = interleaved_metrics(conf) if top_n > 0 else []
     if metrics:
-        ordered = interleaved(candidates, metrics, top_n, tie_break(conf), capped)
-    else:
-        if policy == "hot_queue":
-            candidates = with_queue(candidates, conf, crawldb)
-        ordered = capped(candidates, order_key(conf)).orderBy(*order_key(conf))
+        ordered = interleaved(candidates, metrics, top_n, tie_break(conf), caps)
+    elif policy == "hot_queue":  # its order leads with the queue, not a metric: no prefix to cut
+        ordered = capped(with_queue(candidates, conf, crawldb), order_key(conf)).orderBy(*order_key(conf))
         if top_n > 0:
             ordered = ordered.limit(top_n)
+    elif top_n > 0:
+        ordered = capped_top(candidates, F.col("score"), order_key(conf), top_n, caps)
+    else:
+        ordered = capped(candidates, order_key(conf)).orderBy(*order_key(conf))
     return schemas.conform(ordered.withColumn("segment", F.lit(segment)), "fetchlist")
 
 

@@ -17,8 +17,9 @@ on the two real webs; backlinks alone beats it only on NotreDame's in-degree mea
 vs 0.220 at 20%, spread 0.218-0.498 over hashes) and trails PageRank by 0.14 on the
 generated webs' top pages (docs/orderings).
 
-Only the top N of each list is ever ranked (Spark's TakeOrderedAndProject), so the cost is
-one exact top-N per metric, not a global sort. A focused crawl (``focus.words`` set) interleaves
+Only the top N of each list is ever ranked (Spark's TakeOrderedAndProject), and capped per
+host among the best candidates only (crawlkit/stages/capped_top.py), so the cost is one
+exact top-N per metric, not a global sort. A focused crawl (``focus.words`` set) interleaves
 ``focus.interleave`` instead, empty by default: its ordering is topical relevance, which a
 topic-blind metric would dilute unless asked to.
 """
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import metric_value
+from crawlkit.stages.capped_top import capped_top
 
 POSITION, LIST = "_position", "_list"
 
@@ -54,11 +56,12 @@ def interleaved_metrics(conf: Conf) -> list[str]:
 
 def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: list, cap) -> DataFrame:
     """The first ``top_n`` URLs of the lists of metrics ``names`` interleaved (``cap(df,
-    order)`` caps per host and domain), in fetch-list order, without the helper columns."""
+    order)`` caps per host and domain; None: no caps), in fetch-list order, without the
+    helper columns."""
     lists = []
     for index, name in enumerate(names):
         order = [metric(name).desc(), *tie_break]
-        best = cap(candidates, order).orderBy(*order).limit(top_n)
+        best = capped_top(candidates, metric(name), order, top_n, cap)
         lists.append(best.withColumn(POSITION, F.row_number().over(Window.orderBy(*order)))
                      .withColumn(LIST, F.lit(index)))
     union = lists[0]
@@ -67,5 +70,6 @@ def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: 
     first_place = Window.partitionBy("url").orderBy(POSITION, LIST)
     fused = (union.withColumn("_place", F.row_number().over(first_place)).filter(F.col("_place") == 1)
              .drop("_place"))
-    fused = cap(fused, [F.col(POSITION), F.col(LIST)])
+    if cap is not None:
+        fused = cap(fused, [F.col(POSITION), F.col(LIST)])
     return fused.orderBy(POSITION, LIST).limit(top_n).drop(POSITION, LIST)

@@ -1,0 +1,96 @@
+"""The top N after the per-host and per-domain caps, computed over a prefix of the best
+candidates, is the top N computed over all of them."""
+import random
+
+from pyspark.sql import functions as F
+
+from crawlkit.stages.capped_top import capped_top, thresholds
+from crawlkit.stages.generate import cap_per_group
+
+
+
+def _order():
+    """The fetch-list order (score, then generate's hash tie break) for the ``score`` metric."""
+    return [F.col("score").desc(), F.xxhash64("url"), F.col("url")]
+
+
+def _candidates(spark, seed: int, hosts: int = 60, rows: int = 3000, big_host_share: float = 0.0,
+                levels: int | None = None):
+    """Rows of hosts of 4 domains; ``big_host_share`` of the rows on one host with the best
+    scores; ``levels`` distinct scores (ties) instead of continuous ones."""
+    rng = random.Random(seed)
+    data = []
+    for i in range(rows):
+        if rng.random() < big_host_share:
+            host, score = "big.test", 10.0 + rng.random()
+        else:
+            host = f"h{rng.randrange(hosts)}.d{rng.randrange(4)}.test"
+            score = rng.randrange(levels) / levels if levels else rng.random()
+        domain = host.split(".", 1)[1] if host != "big.test" else "big.test"
+        data.append((f"http://{host}/p{i}", host, domain, score))
+    return spark.createDataFrame(data, "url string, host string, domain string, score double")
+
+
+def _capper(per_host: int, per_domain: int = 0):
+    def capped(df, order):
+        return cap_per_group(cap_per_group(df, "host", per_host, order), "domain", per_domain, order)
+    return capped
+
+
+def _everything(candidates, top_n, capped):
+    """The plain way: the caps' window over every candidate, then the top N."""
+    return [r.url for r in capped(candidates, _order()).orderBy(*_order()).limit(top_n).collect()]
+
+
+def _fast(candidates, top_n, capped):
+    """capped_top's URLs, and whether a prefix answered: its result is then a materialized
+    table, with no window of the caps left to run."""
+    result = capped_top(candidates, F.col("score"), _order(), top_n, capped)
+    plan = result._jdf.queryExecution().optimizedPlan().toString()
+    return [r.url for r in result.collect()], "Window" not in plan
+
+
+def test_a_prefix_answers_when_the_caps_leave_enough_of_it(spark):
+    candidates = _candidates(spark, seed=1)
+    for top_n, capped in [(20, _capper(3)), (50, _capper(2, 40)), (100, _capper(5))]:
+        urls, from_prefix = _fast(candidates, top_n, capped)
+        assert urls == _everything(candidates, top_n, capped)
+        assert len(urls) == top_n and from_prefix
+
+
+def test_a_host_that_holds_the_best_urls_sends_it_down_to_every_candidate(spark):
+    """Most of the best candidates on one host: the cap leaves few rows of any prefix, so
+    the window runs over every candidate, and the answer is the same."""
+    candidates = _candidates(spark, seed=2, big_host_share=0.9)
+    capped = _capper(5)
+    urls, from_prefix = _fast(candidates, 40, capped)
+    assert urls == _everything(candidates, 40, capped)
+    assert not from_prefix
+    assert sum(u.startswith("http://big.test/") for u in urls) == 5
+
+
+def test_ties_at_the_cut_and_fewer_candidates_than_asked_for(spark):
+    tied = _candidates(spark, seed=3, levels=7)            # 7 scores: every cut falls in a tie
+    capped = _capper(4)
+    for top_n in (10, 30):
+        assert _fast(tied, top_n, capped)[0] == _everything(tied, top_n, capped)
+    few = _candidates(spark, seed=4, hosts=5, rows=200)
+    urls, from_prefix = _fast(few, 100, capped)              # 20 hosts (5 in each of 4 domains) x 4
+    assert urls == _everything(few, 100, capped) and len(urls) == 80 and not from_prefix
+
+
+def test_no_caps_is_a_plain_top_n(spark):
+    candidates = _candidates(spark, seed=5)
+    plain = [r.url for r in candidates.orderBy(*_order()).limit(25).collect()]
+    assert _fast(candidates, 25, None)[0] == plain
+
+
+def test_thresholds_leave_a_growing_share_and_never_all(spark):
+    candidates = _candidates(spark, seed=6, rows=4000)
+    cuts = thresholds(candidates, F.col("score"), 20)
+    assert len(cuts) == 2 and cuts[0] > cuts[1]
+    kept = [candidates.filter(F.col("score") >= c).count() for c in cuts]
+    assert 40 <= kept[0] < kept[1] < 4000
+    equal = candidates.withColumn("score", F.lit(1.0))
+    assert thresholds(equal, F.col("score"), 20) == []        # any cut would keep every row
+    assert thresholds(candidates, F.col("score"), 4000) == []  # no quantile leaves 2 x 4000
