@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf
-from crawlkit.stages.capped_top import capped_top
+from crawlkit.stages.capped_top import capped_top, cut_points
 from crawlkit.stages.hot_queue import QUEUE, with_queue
 from crawlkit.stages.interleave import interleaved, interleaved_metrics
 from crawlkit.status import Status
@@ -104,16 +104,19 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
         df = cap_per_group(df, "host", conf["generate.max_per_host"], order)
         return cap_per_group(df, "domain", conf["generate.max_per_domain"], order)
     caps = capped if conf["generate.max_per_host"] > 0 or conf["generate.max_per_domain"] > 0 else None
+    # bounds the candidates, to size the sample that places the prefixes' cuts (capped_top)
+    population = crawldb.count() if caps and top_n > 0 and policy != "hot_queue" else 0
 
     metrics = interleaved_metrics(conf) if top_n > 0 else []
     if metrics:
-        ordered = interleaved(candidates, metrics, top_n, tie_break(conf), caps)
+        ordered = interleaved(candidates, metrics, top_n, tie_break(conf), caps, population)
     elif policy == "hot_queue":  # its order leads with the queue, not a metric: no prefix to cut
         ordered = capped(with_queue(candidates, conf, crawldb), order_key(conf)).orderBy(*order_key(conf))
         if top_n > 0:
             ordered = ordered.limit(top_n)
     elif top_n > 0:
-        ordered = capped_top(candidates, F.col("score"), order_key(conf), top_n, caps)
+        cuts = cut_points(candidates, [F.col("score")], top_n, population)[0] if caps else []
+        ordered = capped_top(candidates, F.col("score"), order_key(conf), top_n, caps, cuts)
     else:
         ordered = capped(candidates, order_key(conf)).orderBy(*order_key(conf))
     return schemas.conform(ordered.withColumn("segment", F.lit(segment)), "fetchlist")

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import metric_value
-from crawlkit.stages.capped_top import capped_top
+from crawlkit.stages.capped_top import capped_top, cut_points
 
 POSITION, LIST = "_position", "_list"
 
@@ -54,14 +54,17 @@ def interleaved_metrics(conf: Conf) -> list[str]:
     return names
 
 
-def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: list, cap) -> DataFrame:
+def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: list, cap,
+                population: int) -> DataFrame:
     """The first ``top_n`` URLs of the lists of metrics ``names`` interleaved (``cap(df,
     order)`` caps per host and domain; None: no caps), in fetch-list order, without the
-    helper columns."""
+    helper columns. ``population`` bounds the candidates (``cut_points``: one sample for
+    every list's cuts)."""
+    cuts = cut_points(candidates, [metric(n) for n in names], top_n, population) if cap else [[] for _ in names]
     lists = []
     for index, name in enumerate(names):
         order = [metric(name).desc(), *tie_break]
-        best = capped_top(candidates, metric(name), order, top_n, cap)
+        best = capped_top(candidates, metric(name), order, top_n, cap, cuts[index])
         lists.append(best.withColumn(POSITION, F.row_number().over(Window.orderBy(*order)))
                      .withColumn(LIST, F.lit(index)))
     union = lists[0]

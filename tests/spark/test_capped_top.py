@@ -4,7 +4,7 @@ import random
 
 from pyspark.sql import functions as F
 
-from crawlkit.stages.capped_top import capped_top, thresholds
+from crawlkit.stages.capped_top import MARGIN, capped_top, cut_points, prefix_cuts
 from crawlkit.stages.generate import cap_per_group
 
 
@@ -42,10 +42,11 @@ def _everything(candidates, top_n, capped):
     return [r.url for r in capped(candidates, _order()).orderBy(*_order()).limit(top_n).collect()]
 
 
-def _fast(candidates, top_n, capped):
+def _fast(candidates, top_n, capped, population=None):
     """capped_top's URLs, and whether a prefix answered: its result is then a materialized
     table, with no window of the caps left to run."""
-    result = capped_top(candidates, F.col("score"), _order(), top_n, capped)
+    cuts = cut_points(candidates, [F.col("score")], top_n, population or candidates.count())[0]
+    result = capped_top(candidates, F.col("score"), _order(), top_n, capped, cuts)
     plan = result._jdf.queryExecution().optimizedPlan().toString()
     return [r.url for r in result.collect()], "Window" not in plan
 
@@ -82,15 +83,30 @@ def test_ties_at_the_cut_and_fewer_candidates_than_asked_for(spark):
 def test_no_caps_is_a_plain_top_n(spark):
     candidates = _candidates(spark, seed=5)
     plain = [r.url for r in candidates.orderBy(*_order()).limit(25).collect()]
-    assert _fast(candidates, 25, None)[0] == plain
+    assert [r.url for r in capped_top(candidates, F.col("score"), _order(), 25, None, []).collect()] == plain
 
 
-def test_thresholds_leave_a_growing_share_and_never_all(spark):
+def test_a_sample_places_the_cuts_and_an_upper_bound_on_the_candidates_sizes_it(spark):
+    """With ~1/4 of the candidates sampled (the bound says 4x as many), the first cut still
+    leaves about MARGIN x N of them, and the second more; a prefix then answers."""
     candidates = _candidates(spark, seed=6, rows=4000)
-    cuts = thresholds(candidates, F.col("score"), 20)
-    assert len(cuts) == 2 and cuts[0] > cuts[1]
-    kept = [candidates.filter(F.col("score") >= c).count() for c in cuts]
-    assert 40 <= kept[0] < kept[1] < 4000
-    equal = candidates.withColumn("score", F.lit(1.0))
-    assert thresholds(equal, F.col("score"), 20) == []        # any cut would keep every row
-    assert thresholds(candidates, F.col("score"), 4000) == []  # no quantile leaves 2 x 4000
+    from crawlkit.stages import capped_top as module
+    original, module.SAMPLE_ROWS = module.SAMPLE_ROWS, 4000
+    try:
+        first, second = cut_points(candidates, [F.col("score")], 100, 16000)[0]
+    finally:
+        module.SAMPLE_ROWS = original
+    kept = [candidates.filter(F.col("score") >= c).count() for c in (first, second)]
+    assert MARGIN * 100 * 0.5 <= kept[0] <= MARGIN * 100 * 2 and kept[0] < kept[1] < 4000
+    urls, from_prefix = _fast(candidates, 100, _capper(3), population=16000)
+    assert urls == _everything(candidates, 100, _capper(3)) and from_prefix
+
+
+def test_prefix_cuts_from_sampled_values():
+    ranked = [float(v) for v in range(1000, 0, -1)]            # 1000 .. 1, all sampled
+    assert prefix_cuts(ranked, 1.0, 10) == [981.0, 841.0]      # 20 and 160 values at or above
+    assert prefix_cuts(ranked, 0.1, 10) == [999.0, 985.0]      # a tenth sampled: 2 and 16
+    assert prefix_cuts([5.0] * 50 + [1.0] * 950, 1.0, 10) == [5.0]  # a tie: no second cut above 1
+    assert prefix_cuts([3.0] * 1000, 1.0, 10) == []            # any cut keeps every value
+    assert prefix_cuts(ranked, 1.0, 600) == []                 # no cut leaves 1,200 of 1,000
+    assert prefix_cuts([], 0.5, 10) == []
