@@ -207,7 +207,7 @@ def tags_of(user_metadata: str | None) -> list[str]:
 def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
     """Whether a commit tagged ``tag`` (alone or among others) is in the table's history
     (the stage already ran)."""
-    return any(tag in tags_of(commit) for commit in commit_tags(spark, path))
+    return applied_in(history(spark, path), tag)
 
 
 def applied_in(commits: list[dict], tag: str) -> bool:

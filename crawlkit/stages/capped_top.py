@@ -25,6 +25,8 @@ MARGIN = 2                  # the first prefix is sized for this many times N ro
 GROWTH = 8                  # a retry's prefix is sized for this many times the previous one
 TRIES = 2                   # prefixes tried before the window runs over every candidate
 SAMPLE_ROWS = 200_000       # metric values sampled to place the cuts
+MIN_POPULATION = 10_000     # fewer candidates: nothing to save (at 10^4 both ways took the
+                            # same time, docs/scale.md, 2026-12-05, later), so no extra jobs
 SEED = 17                   # of the sample: the same candidates give the same cuts
 
 
@@ -52,7 +54,10 @@ def cut_points(candidates: DataFrame, metrics: list[Column], top_n: int, populat
     Bernoulli sample of about ``SAMPLE_ROWS`` of them: one pass over the candidates, as
     cheap as counting them (an approximate quantile per metric cost 1.5 s more at 10^7,
     docs/scale.md). ``population``, an upper bound on the candidates (the crawldb's rows,
-    which Delta counts from its log), sets the sampled fraction."""
+    which Delta counts from its log), sets the sampled fraction; below ``MIN_POPULATION``
+    there are no cuts, and no pass."""
+    if population < MIN_POPULATION:
+        return [[] for _ in metrics]
     fraction = min(1.0, SAMPLE_ROWS / max(population, 1))
     names = [f"_metric{i}" for i in range(len(metrics))]
     sample = candidates.select(*[m.alias(n) for m, n in zip(metrics, names)]).sample(False, fraction, SEED)

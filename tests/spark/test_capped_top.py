@@ -2,8 +2,10 @@
 candidates, is the top N computed over all of them."""
 import random
 
+import pytest
 from pyspark.sql import functions as F
 
+from crawlkit.stages import capped_top as capped_top_module
 from crawlkit.stages.capped_top import MARGIN, capped_top, cut_points, prefix_cuts
 from crawlkit.stages.generate import cap_per_group
 
@@ -12,6 +14,12 @@ from crawlkit.stages.generate import cap_per_group
 def _order():
     """The fetch-list order (score, then generate's hash tie break) for the ``score`` metric."""
     return [F.col("score").desc(), F.xxhash64("url"), F.col("url")]
+
+
+@pytest.fixture(autouse=True)
+def small_tables_take_prefixes_too(monkeypatch):
+    """These tables are far below MIN_POPULATION, under which generate does not cut."""
+    monkeypatch.setattr(capped_top_module, "MIN_POPULATION", 0)
 
 
 def _candidates(spark, seed: int, hosts: int = 60, rows: int = 3000, big_host_share: float = 0.0,
@@ -86,16 +94,12 @@ def test_no_caps_is_a_plain_top_n(spark):
     assert [r.url for r in capped_top(candidates, F.col("score"), _order(), 25, None, []).collect()] == plain
 
 
-def test_a_sample_places_the_cuts_and_an_upper_bound_on_the_candidates_sizes_it(spark):
+def test_a_sample_places_the_cuts_and_an_upper_bound_on_the_candidates_sizes_it(spark, monkeypatch):
     """With ~1/4 of the candidates sampled (the bound says 4x as many), the first cut still
     leaves about MARGIN x N of them, and the second more; a prefix then answers."""
     candidates = _candidates(spark, seed=6, rows=4000)
-    from crawlkit.stages import capped_top as module
-    original, module.SAMPLE_ROWS = module.SAMPLE_ROWS, 4000
-    try:
-        first, second = cut_points(candidates, [F.col("score")], 100, 16000)[0]
-    finally:
-        module.SAMPLE_ROWS = original
+    monkeypatch.setattr(capped_top_module, "SAMPLE_ROWS", 4000)
+    first, second = cut_points(candidates, [F.col("score")], 100, 16000)[0]
     kept = [candidates.filter(F.col("score") >= c).count() for c in (first, second)]
     assert MARGIN * 100 * 0.5 <= kept[0] <= MARGIN * 100 * 2 and kept[0] < kept[1] < 4000
     urls, from_prefix = _fast(candidates, 100, _capper(3), population=16000)
@@ -110,3 +114,10 @@ def test_prefix_cuts_from_sampled_values():
     assert prefix_cuts([3.0] * 1000, 1.0, 10) == []            # any cut keeps every value
     assert prefix_cuts(ranked, 1.0, 600) == []                 # no cut leaves 1,200 of 1,000
     assert prefix_cuts([], 0.5, 10) == []
+
+
+def test_no_cut_below_the_population_worth_one(spark, monkeypatch):
+    monkeypatch.setattr(capped_top_module, "MIN_POPULATION", 5000)
+    candidates = _candidates(spark, seed=7)
+    assert cut_points(candidates, [F.col("score"), F.col("score")], 20, 4999) == [[], []]
+    assert len(cut_points(candidates, [F.col("score")], 20, 5000)[0]) == 2
