@@ -92,3 +92,30 @@ def test_interleave_takes_each_metric_best_in_turn(spark):
 def test_interleave_caps_hosts_across_lists(spark):
     # u1 and u6 (host a) both head a list; the cap keeps the earlier place (PageRank's u1)
     assert fetch_order(spark, crawl__topN=3, generate__max_per_host=1) == ["u1", "u2", "u5"]
+
+
+def test_the_cut_over_the_best_candidates_gives_the_same_fetch_lists(spark, monkeypatch):
+    """generate's caps over a sampled prefix (crawlkit/stages/capped_top.py) against the window
+    over every due row, for the score and interleave policies: the same URLs in the same
+    order. 1,500 rows on 40 hosts of 8 domains, with scores and backlink counts that tie."""
+    import random
+    from crawlkit.stages import capped_top
+    rng = random.Random(11)
+    rows = []
+    for i in range(1500):
+        host = f"h{rng.randrange(40)}.d{rng.randrange(8)}.test"
+        rows.append({"url": f"http://{host}/p{i}", "host": host, "domain": host.split(".", 1)[1],
+                     "score": rng.randrange(200) / 200, "scores": {"backlinks": float(rng.randrange(12))}})
+    crawldb = crawldb_rows(spark, rows, NOW).localCheckpoint(eager=True)
+    for policy in ("score", "interleave"):
+        conf = make_conf(generate__policy=policy, generate__max_per_host=6, generate__max_per_domain=25,
+                         crawl__topN=60)
+        fetch_lists = {}
+        for cut, floor in (("window", 10**12), ("cut", 0)):
+            monkeypatch.setattr(capped_top, "MIN_POPULATION", floor)
+            fetchlist = generate(crawldb, conf, NOW, "s1")
+            fetch_lists[cut] = [r.url for r in fetchlist.collect()]
+            if policy == "score":   # a prefix answered: no window of the caps left in the plan
+                windows = "Window" in fetchlist._jdf.queryExecution().optimizedPlan().toString()
+                assert windows == (cut == "window")
+        assert fetch_lists["cut"] == fetch_lists["window"] and len(fetch_lists["cut"]) == 60, policy
