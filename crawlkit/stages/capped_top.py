@@ -3,7 +3,7 @@ every due URL within its host.
 
 The caps are a window by host (and domain): a shuffle and a sort of every due row, though
 only the top N can be kept. At 10^7 due rows that window was ~13 s of a 23 s generate
-(docs/scale.md, 2026-12-05). But the candidates whose metric is at least some value t form
+(docs/scale.md, 2026-12-05, later). But the candidates whose metric is at least some value t form
 a prefix S of the fetch-list order (metric descending first), and a row of S has all its
 host's (and domain's) better rows in S too, so capping S keeps exactly the rows of S that
 capping every candidate keeps. If N rows of S survive the caps, they are the answer.
