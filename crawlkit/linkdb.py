@@ -109,12 +109,6 @@ def last_metrics(spark: SparkSession, path: str) -> dict:
     return DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"] or {}
 
 
-def rows_since_compaction(spark: SparkSession, path: str) -> tuple[int, int]:
-    """(rows appended since the last compaction, rows it kept), from the table's commit
-    metrics (``appended_since_compaction``)."""
-    return appended_since_compaction(storage.history(spark, path))
-
-
 def appended_since_compaction(commits: list[dict]) -> tuple[int, int]:
     """(rows appended since the last compaction, rows it kept) in a history (``storage.history``,
     oldest first). Without a compaction, the first append that wrote rows (the table's first

@@ -7,13 +7,13 @@ from pyspark.sql import functions as F
 
 from crawlkit.stages import capped_top as capped_top_module
 from crawlkit.stages.capped_top import MARGIN, capped_top, cut_points, prefix_cuts
-from crawlkit.stages.generate import cap_per_group
-
+from crawlkit.conf import make_conf
+from crawlkit.stages.generate import cap_per_group, order_key
 
 
 def _order():
-    """The fetch-list order (score, then generate's hash tie break) for the ``score`` metric."""
-    return [F.col("score").desc(), F.xxhash64("url"), F.col("url")]
+    """generate's fetch-list order for the ``score`` policy (score, then its tie break)."""
+    return order_key(make_conf(generate__policy="score"))
 
 
 @pytest.fixture(autouse=True)

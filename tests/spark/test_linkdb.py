@@ -33,6 +33,11 @@ def test_current_keeps_each_pages_latest_version_and_its_links_first_sighting(sp
     assert view(linkdb.current(links)) == [(A, A + "y", "why", T1, T3), (C, C + "w", "w", T1, T1)]
 
 
+def _since_compaction(spark, path):
+    """(rows appended since the last compaction, rows it kept), read from the table's history."""
+    return linkdb.appended_since_compaction(storage.history(spark, path))
+
+
 def test_append_stamps_the_version_marks_bare_pages_and_is_applied_once(spark, tmp_path):
     path = str(tmp_path / "linkdb")
     first = raw(spark, [(A, A + "x", "x", T1, None), (B, B + "z", "z", T1, None)])
@@ -46,7 +51,7 @@ def test_append_stamps_the_version_marks_bare_pages_and_is_applied_once(spark, t
         {"appended": 1, "pages_without_links": 1, "version": 2, "since_compaction": (2, 2)}
     rerun = linkdb.append_segment(spark, path, again, refreshed, T2, "linkdb:s2")
     assert rerun["skipped"] == "already applied" and rerun["since_compaction"] == (2, 2)
-    assert linkdb.rows_since_compaction(spark, path) == (2, 2)   # what the appends said, from the table
+    assert _since_compaction(spark, path) == (2, 2)   # what the appends said, from the table
     stored = storage.read_table(spark, path, "links")
     assert sorted((r.src, r.dst, r.commit_version) for r in stored.collect()) == sorted([
         (A, A + "x", 1), (A, A + "x", 2), (B, B + "z", 1), (B, linkdb.NO_LINKS, 2)])
@@ -72,11 +77,11 @@ def test_compaction_drops_superseded_rows_and_changes_no_current_link(spark, tmp
     load = raw(spark, [(p, p + str(j), "a", T1, None) for p in pages for j in range(4)])
     every = spark.createDataFrame([(p,) for p in pages], "src string")
     linkdb.append_segment(spark, path, load, every, T1, "linkdb:s1")
-    assert linkdb.rows_since_compaction(spark, path) == (0, 40)      # the first load is the base
+    assert _since_compaction(spark, path) == (0, 40)      # the first load is the base
     # s2 refetches two pages (one link each now): 2 rows appended, 6 superseded
     refetch = raw(spark, [(p, p + "new", "b", T2, None) for p in pages[:2]])
     linkdb.append_segment(spark, path, refetch, every.limit(2), T2, "linkdb:s2")
-    assert linkdb.rows_since_compaction(spark, path) == (2, 40)
+    assert _since_compaction(spark, path) == (2, 40)
     assert not linkdb.compaction_due((2, 40), 0.5)
     assert linkdb.compaction_due((2, 40), 0.05)
     assert not linkdb.compaction_due((2, 40), 0)
@@ -88,7 +93,7 @@ def test_compaction_drops_superseded_rows_and_changes_no_current_link(spark, tmp
     assert stored.count() == 34
     assert_df_equality(linkdb.current(stored).drop("meta"), before.drop("meta"),  # (maps do not sort)
                        ignore_row_order=True, ignore_nullable=True)
-    assert linkdb.rows_since_compaction(spark, path) == (0, 34)
+    assert _since_compaction(spark, path) == (0, 34)
     # the version before compaction is still readable (inspect's time travel)
     assert storage.read_table(spark, path, "links", 2).count() == 42
 
