@@ -115,8 +115,9 @@ def generate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> Dat
         if top_n > 0:
             ordered = ordered.limit(top_n)
     elif top_n > 0:
-        cuts = cut_points(candidates, [F.col("score")], top_n, population)[0] if caps else []
-        ordered = capped_top(candidates, F.col("score"), order_key(conf), top_n, caps, cuts)
+        ties = tie_break(conf)
+        cuts = cut_points(candidates, [F.col("score")], ties[0], top_n, population)[0] if caps else []
+        ordered = capped_top(candidates, F.col("score"), ties, top_n, caps, cuts)
     else:
         ordered = capped(candidates, order_key(conf)).orderBy(*order_key(conf))
     return schemas.conform(ordered.withColumn("segment", F.lit(segment)), "fetchlist")

@@ -60,11 +60,12 @@ def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: 
     order)`` caps per host and domain; None: no caps), in fetch-list order, without the
     helper columns. ``population`` bounds the candidates (``cut_points``: one sample for
     every list's cuts)."""
-    cuts = cut_points(candidates, [metric(n) for n in names], top_n, population) if cap else [[] for _ in names]
+    metrics = [metric(n) for n in names]
+    cuts = cut_points(candidates, metrics, tie_break[0], top_n, population) if cap else [[] for _ in names]
     lists = []
-    for index, name in enumerate(names):
-        order = [metric(name).desc(), *tie_break]
-        best = capped_top(candidates, metric(name), order, top_n, cap, cuts[index])
+    for index in range(len(names)):
+        order = [metrics[index].desc(), *tie_break]
+        best = capped_top(candidates, metrics[index], tie_break, top_n, cap, cuts[index])
         lists.append(best.withColumn(POSITION, F.row_number().over(Window.orderBy(*order)))
                      .withColumn(LIST, F.lit(index)))
     union = lists[0]

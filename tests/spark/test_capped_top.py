@@ -6,14 +6,20 @@ import pytest
 from pyspark.sql import functions as F
 
 from crawlkit.stages import capped_top as capped_top_module
-from crawlkit.stages.capped_top import MARGIN, capped_top, cut_points, prefix_cuts
+from crawlkit.stages.capped_top import GROWTH, MARGIN, capped_top, cut_points, cut_ranks, up_to
 from crawlkit.conf import make_conf
-from crawlkit.stages.generate import cap_per_group, order_key
+from crawlkit.stages.generate import cap_per_group, order_key, tie_break
+
+CONF = make_conf(generate__policy="score")
 
 
 def _order():
     """generate's fetch-list order for the ``score`` policy (score, then its tie break)."""
-    return order_key(make_conf(generate__policy="score"))
+    return order_key(CONF)
+
+
+def _ties():
+    return tie_break(CONF)
 
 
 @pytest.fixture(autouse=True)
@@ -53,8 +59,8 @@ def _everything(candidates, top_n, capped):
 def _fast(candidates, top_n, capped, population=None):
     """capped_top's URLs, and whether a prefix answered: its result is then a materialized
     table, with no window of the caps left to run."""
-    cuts = cut_points(candidates, [F.col("score")], top_n, population or candidates.count())[0]
-    result = capped_top(candidates, F.col("score"), _order(), top_n, capped, cuts)
+    cuts = cut_points(candidates, [F.col("score")], _ties()[0], top_n, population or candidates.count())[0]
+    result = capped_top(candidates, F.col("score"), _ties(), top_n, capped, cuts)
     plan = result._jdf.queryExecution().optimizedPlan().toString()
     return [r.url for r in result.collect()], "Window" not in plan
 
@@ -79,10 +85,14 @@ def test_a_host_that_holds_the_best_urls_sends_it_down_to_every_candidate(spark)
 
 
 def test_ties_at_the_cut_and_fewer_candidates_than_asked_for(spark):
-    tied = _candidates(spark, seed=3, levels=7)            # 7 scores: every cut falls in a tie
+    """A cut falls inside a tie as well (by the tie break's key), so a prefix still answers
+    when a few scores, or one, are all there is (backlink counts early in a crawl)."""
     capped = _capper(4)
-    for top_n in (10, 30):
-        assert _fast(tied, top_n, capped)[0] == _everything(tied, top_n, capped)
+    for levels in (7, 1):                                   # every cut falls in a tie
+        tied = _candidates(spark, seed=3, levels=levels)
+        for top_n in (10, 30):
+            urls, from_prefix = _fast(tied, top_n, capped)
+            assert urls == _everything(tied, top_n, capped) and from_prefix
     few = _candidates(spark, seed=4, hosts=5, rows=200)
     urls, from_prefix = _fast(few, 100, capped)              # 20 hosts (5 in each of 4 domains) x 4
     assert urls == _everything(few, 100, capped) and len(urls) == 80 and not from_prefix
@@ -91,7 +101,7 @@ def test_ties_at_the_cut_and_fewer_candidates_than_asked_for(spark):
 def test_no_caps_is_a_plain_top_n(spark):
     candidates = _candidates(spark, seed=5)
     plain = [r.url for r in candidates.orderBy(*_order()).limit(25).collect()]
-    assert [r.url for r in capped_top(candidates, F.col("score"), _order(), 25, None, []).collect()] == plain
+    assert [r.url for r in capped_top(candidates, F.col("score"), _ties(), 25, None, []).collect()] == plain
 
 
 def test_a_sample_places_the_cuts_and_an_upper_bound_on_the_candidates_sizes_it(spark, monkeypatch):
@@ -99,25 +109,32 @@ def test_a_sample_places_the_cuts_and_an_upper_bound_on_the_candidates_sizes_it(
     leaves about MARGIN x N of them, and the second more; a prefix then answers."""
     candidates = _candidates(spark, seed=6, rows=4000)
     monkeypatch.setattr(capped_top_module, "SAMPLE_ROWS", 4000)
-    first, second = cut_points(candidates, [F.col("score")], 100, 16000)[0]
-    kept = [candidates.filter(F.col("score") >= c).count() for c in (first, second)]
+    first, second = cut_points(candidates, [F.col("score")], _ties()[0], 100, 16000)[0]
+    kept = [candidates.filter(up_to(c, F.col("score"), _ties()[0])).count() for c in (first, second)]
     assert MARGIN * 100 * 0.5 <= kept[0] <= MARGIN * 100 * 2 and kept[0] < kept[1] < 4000
     urls, from_prefix = _fast(candidates, 100, _capper(3), population=16000)
     assert urls == _everything(candidates, 100, _capper(3)) and from_prefix
 
 
-def test_prefix_cuts_from_sampled_values():
-    ranked = [float(v) for v in range(1000, 0, -1)]            # 1000 .. 1, all sampled
-    assert prefix_cuts(ranked, 1.0, 10) == [981.0, 841.0]      # 20 and 160 values at or above
-    assert prefix_cuts(ranked, 0.1, 10) == [999.0, 985.0]      # a tenth sampled: 2 and 16
-    assert prefix_cuts([5.0] * 50 + [1.0] * 950, 1.0, 10) == [5.0]  # a tie: no second cut above 1
-    assert prefix_cuts([3.0] * 1000, 1.0, 10) == []            # any cut keeps every value
-    assert prefix_cuts(ranked, 1.0, 600) == []                 # no cut leaves 1,200 of 1,000
-    assert prefix_cuts([], 0.5, 10) == []
+def test_a_cut_is_a_prefix_of_the_fetch_list_order(spark):
+    """Whatever the ties, the candidates up to a cut are the first ones in generate's order."""
+    candidates = _candidates(spark, seed=8, levels=3)
+    ordered = [r.url for r in candidates.orderBy(*_order()).collect()]
+    for position in (0, 17, 999, len(ordered) - 1):
+        row = candidates.filter(F.col("url") == ordered[position]) \
+            .select("score", _ties()[0].alias("key")).first()
+        kept = candidates.filter(up_to((row.score, row.key), F.col("score"), _ties()[0]))
+        assert sorted(r.url for r in kept.collect()) == sorted(ordered[:position + 1])
+
+
+def test_cut_ranks_in_a_sample():
+    assert cut_ranks(1.0, 10) == [MARGIN * 10, MARGIN * 10 * GROWTH]   # every candidate sampled
+    assert cut_ranks(0.1, 10) == [2, 16]                               # a tenth: a tenth of the ranks
+    assert cut_ranks(0.001, 10) == [1]                                 # both round to the first sampled
 
 
 def test_no_cut_below_the_population_worth_one(spark, monkeypatch):
     monkeypatch.setattr(capped_top_module, "MIN_POPULATION", 5000)
     candidates = _candidates(spark, seed=7)
-    assert cut_points(candidates, [F.col("score"), F.col("score")], 20, 4999) == [[], []]
-    assert len(cut_points(candidates, [F.col("score")], 20, 5000)[0]) == 2
+    assert cut_points(candidates, [F.col("score"), F.col("score")], _ties()[0], 20, 4999) == [[], []]
+    assert len(cut_points(candidates, [F.col("score")], _ties()[0], 20, 5000)[0]) == 2

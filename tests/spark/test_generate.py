@@ -97,7 +97,8 @@ def test_interleave_caps_hosts_across_lists(spark):
 def test_the_cut_over_the_best_candidates_gives_the_same_fetch_lists(spark, monkeypatch):
     """generate's caps over a sampled prefix (crawlkit/stages/capped_top.py) against the window
     over every due row, for the score and interleave policies: the same URLs in the same
-    order. 1,500 rows on 40 hosts of 8 domains, with scores and backlink counts that tie."""
+    order, with either tie break. 1,500 rows on 40 hosts of 8 domains, with scores and backlink
+    counts that tie."""
     import random
     from crawlkit.stages import capped_top
     rng = random.Random(11)
@@ -107,9 +108,9 @@ def test_the_cut_over_the_best_candidates_gives_the_same_fetch_lists(spark, monk
         rows.append({"url": f"http://{host}/p{i}", "host": host, "domain": host.split(".", 1)[1],
                      "score": rng.randrange(200) / 200, "scores": {"backlinks": float(rng.randrange(12))}})
     crawldb = crawldb_rows(spark, rows, NOW).localCheckpoint(eager=True)
-    for policy in ("score", "interleave"):
-        conf = make_conf(generate__policy=policy, generate__max_per_host=6, generate__max_per_domain=25,
-                         crawl__topN=60)
+    for policy, tie in (("score", "hash"), ("interleave", "hash"), ("score", "url")):
+        conf = make_conf(generate__policy=policy, generate__tie_break=tie, generate__max_per_host=6,
+                         generate__max_per_domain=25, crawl__topN=60)
         fetch_lists = {}
         for cut, floor in (("window", 10**12), ("cut", 0)):
             monkeypatch.setattr(capped_top, "MIN_POPULATION", floor)
