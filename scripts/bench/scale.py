@@ -42,7 +42,8 @@ MERGE rewrote the crawldb.
 
 Usage::
 
-    .venv/bin/python scripts/bench/scale.py --sizes 1e4,1e5,1e6,1e7 [--segment 1e4] [--iterations 10]
+    .venv/bin/python scripts/bench/scale.py --sizes 1e4,1e5,1e6,1e7 [--segment 1e4] [--policy score]
+        [--iterations 10]
         [--big-segment 1e5] [--stages updatedb,big,pagerank,score] [--engines driver,distributed]
         [--score-engine auto] [--driver-max-edges 2e7] [--max-result-size 1g]
         [--workdir /tmp/crawlkit-scale] [--json results.jsonl] [--event-log DIR]
@@ -305,10 +306,10 @@ def crawldb_files(spark, path: str) -> int:
 
 
 def bench_conf(uri: str, top_n: int, args):
-    """The conf of a benchmark round. The fetch-list policy is pinned to plain score order:
-    the default may change (it did, to ``interleave``, during a run) and the benchmark
-    measures one policy across sizes."""
-    return make_conf(crawl__dir=uri, crawl__topN=top_n, generate__policy="score",
+    """The conf of a benchmark round. The fetch-list policy is ``--policy`` (plain score order
+    unless asked), not the default: the default may change (it did, to ``interleave``,
+    during a run) and the benchmark measures one policy across sizes."""
+    return make_conf(crawl__dir=uri, crawl__topN=top_n, generate__policy=args.policy,
                      spark__shuffle_partitions=args.shuffle_partitions)
 
 
@@ -609,6 +610,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e5,1e6,1e7")
     ap.add_argument("--segment", type=float, default=1e4, help="K, URLs in the segment (= topN)")
+    ap.add_argument("--policy", default="score", choices=["score", "interleave"],
+                    help="generate.policy of the rounds (interleave: the default's score and "
+                         "backlinks lists; the synthetic backlinks are all 0, one tie)")
     ap.add_argument("--links-per-page", type=int, default=5)
     ap.add_argument("--pages-per-host", type=int, default=100)
     ap.add_argument("--iterations", type=int, default=10)
