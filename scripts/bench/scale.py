@@ -309,8 +309,9 @@ def bench_conf(uri: str, top_n: int, args):
     """The conf of a benchmark round. The fetch-list policy is ``--policy`` (plain score order
     unless asked), not the default: the default may change (it did, to ``interleave``,
     during a run) and the benchmark measures one policy across sizes."""
+    extra = {"db__broadcast_rows": args.broadcast_rows} if args.broadcast_rows is not None else {}
     return make_conf(crawl__dir=uri, crawl__topN=top_n, generate__policy=args.policy,
-                     spark__shuffle_partitions=args.shuffle_partitions)
+                     spark__shuffle_partitions=args.shuffle_partitions, **extra)
 
 
 def run_size(spark, probe: Probe, n: int, args) -> dict:
@@ -624,6 +625,8 @@ def main(argv=None) -> int:
                     help="spark.driver.maxResultSize (default Spark's 1g; the driver engine collects 24 bytes a link)")
     ap.add_argument("--broadcast-max-pages", type=int, default=None,
                     help="distributed PageRank: broadcast the ranks up to this many pages (default: the engine's)")
+    ap.add_argument("--broadcast-rows", type=lambda v: int(float(v)), default=None,
+                    help="db.broadcast_rows of updatedb (default: the conf's)")
     ap.add_argument("--shuffle-partitions", type=int, default=8)
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--workdir", default="/tmp/crawlkit-scale")
