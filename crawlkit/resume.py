@@ -58,15 +58,21 @@ def _locks(spark: SparkSession, db_path: str) -> dict[str, tuple[int, datetime |
 
 def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfinished]:
     """Every unfinished segment of the crawl directory, oldest first (expired ones included,
-    flagged). Costs one filtered scan of the crawldb and one read of its history."""
+    flagged). Costs one filtered scan of the crawldb and a read of its recent history (back to
+    the last updatedb and the open segments' generate commits)."""
     crawl_dir = conf["crawl.dir"]
     db_path = storage.crawldb_path(crawl_dir)
     if not storage.is_delta(spark, db_path):
         return []
-    tags = [t or "" for t in storage.commit_tags(spark, db_path)]
+    locks = _locks(spark, db_path)
+    generated = {storage.generated_tag(segment) for segment in locks}
+
+    def enough(found: set[str]) -> bool:   # the last updatedb, and every lock's generate
+        return generated <= found and any(t.startswith("updatedb:") for t in found)
+    tags = [c["userMetadata"] or "" for c in storage.recent_history(spark, db_path, enough)]
     lock_timeout = timedelta(seconds=conf["generate.lock_timeout"])
     found = []
-    for segment, (n, at) in _locks(spark, db_path).items():
+    for segment, (n, at) in locks.items():
         if f"updatedb:{segment}" in tags:    # cannot happen (updatedb clears the locks); be safe
             continue
         if not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
@@ -121,7 +127,7 @@ def abandon_segment(spark: SparkSession, conf: Conf, segment: str, now: datetime
         raise SegmentStateError(f"segment {segment} is already applied to the crawldb; it cannot "
                                 "be abandoned (the next round finishes its scoring if needed)")
     locked = _locks(spark, db_path).get(segment, (0, None))[0]
-    if not locked and f"generate:{segment}" not in tags:
+    if not locked and storage.generated_tag(segment) not in tags:
         raise SegmentStateError(f"segment {segment} was never generated in {crawl_dir} "
                                 f"(no generate:{segment} commit, no URL locked by it)")
     if locked:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -204,10 +204,21 @@ def tags_of(user_metadata: str | None) -> list[str]:
     return (user_metadata or "").split()
 
 
-def was_applied(spark: SparkSession, path: str, tag: str) -> bool:
+def generated_tag(segment: str) -> str:
+    """The tag of generate's commit that locks ``segment``'s URLs, which every other commit
+    for the segment follows."""
+    return f"generate:{segment}"
+
+
+def was_applied(spark: SparkSession, path: str, tag: str, since: str | None = None) -> bool:
     """Whether a commit tagged ``tag`` (alone or among others) is in the table's history
-    (the stage already ran)."""
-    return applied_in(history(spark, path), tag)
+    (the stage already ran). ``since``, a tag that every ``tag`` commit follows (a segment's
+    ``generate:<segment>`` lock: segment names are not reused), bounds the search to the
+    commits from the newest ``since`` on (``recent_history``)."""
+    if since is None:
+        return applied_in(history(spark, path), tag)
+    commits = recent_history(spark, path, lambda found: bool(found & {tag, since}))
+    return applied_in(commits, tag)
 
 
 def applied_in(commits: list[dict], tag: str) -> bool:
@@ -222,14 +233,39 @@ def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
     return [commit["userMetadata"] for commit in history(spark, path)]
 
 
+HISTORY_COLUMNS = ["version", "operation", "userMetadata", "operationMetrics"]
+
+
 def history(spark: SparkSession, path: str) -> list[dict]:
     """The table's commits, oldest first: ``version``, ``operation``, ``userMetadata``,
     ``operationMetrics`` of each ([] when there is no table). One read (a Spark job) serves
     every question a stage asks of the history."""
     if not is_delta(spark, path):
         return []
-    rows = (DeltaTable.forPath(spark, path).history()
-            .select("version", "operation", "userMetadata", "operationMetrics").collect())
+    return _commits(DeltaTable.forPath(spark, path).history())
+
+
+def recent_history(spark: SparkSession, path: str, enough: Callable[[set[str]], bool],
+                   first: int = 32, growth: int = 8) -> list[dict]:
+    """The table's latest commits, oldest first (as ``history``), back to where ``enough``
+    holds of the set of tags they carry, or the whole history.
+
+    Delta keeps 30 days of commits (``delta.logRetentionDuration``) and a full history read
+    opens every one of them (at 3,000 commits 0.68 s warm, against 0.17 s back to a segment's
+    generate: docs/performance.md, ``scripts/bench/history_reads.py``), so a question whose answer lies in the last rounds reads the
+    newest ``first`` commits, then ``growth`` times as many, until it is answered."""
+    if not is_delta(spark, path):
+        return []
+    table, limit = DeltaTable.forPath(spark, path), first
+    while True:
+        commits = _commits(table.history(limit))
+        if len(commits) < limit or enough({t for c in commits for t in tags_of(c["userMetadata"])}):
+            return commits
+        limit *= growth
+
+
+def _commits(frame: DataFrame) -> list[dict]:
+    rows = frame.select(*HISTORY_COLUMNS).collect()
     return [r.asDict() for r in sorted(rows, key=lambda r: r["version"])]
 
 

@@ -88,7 +88,8 @@ def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetim
     tags = {impl.name: f"score-{impl.name}:{segment or 'all'}" for impl in scorers}
     db_path = storage.crawldb_path(crawl_dir)
     due = [impl for impl in scorers
-           if not (impl.needs_segment and storage.was_applied(spark, db_path, tags[impl.name]))]
+           if not (impl.needs_segment and storage.was_applied(spark, db_path, tags[impl.name],
+                                                        since=storage.generated_tag(segment)))]
     per_scorer = {impl.name: {"scorer": impl.name, "tag": tags[impl.name], "pages": 0,
                               "skipped": int(impl not in due)} for impl in scorers}
     for impl in scorers:

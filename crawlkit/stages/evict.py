@@ -59,7 +59,7 @@ def run_evict(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
         return {"segment": segment, "skipped": "no buffer"}
     db_path = storage.crawldb_path(conf["crawl.dir"])
     tag = f"evict:{segment}"
-    if storage.was_applied(spark, db_path, tag):
+    if storage.was_applied(spark, db_path, tag, since=storage.generated_tag(segment)):
         return {"segment": segment, "skipped": "already applied"}
     table = storage.ensure_table(spark, db_path, "crawldb")
     # (a fresh read: a source sharing the target DataFrame's columns cannot be merged into it)

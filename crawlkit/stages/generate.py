@@ -143,7 +143,7 @@ def run_generate(spark: SparkSession, conf: Conf, now: datetime, segment: str | 
     partitions = conf["generate.partitions"] or spark.sparkContext.defaultParallelism
     storage.write_segment_part(partition_by_host(fetchlist, partitions), crawl_dir, segment, "fetchlist", "fetchlist")
     hosts = fetchlist.select("host").distinct().count()
-    with storage.commit_tag(spark, f"generate:{segment}"):
+    with storage.commit_tag(spark, storage.generated_tag(segment)):
         (table.alias("db")
          .merge(fetchlist.select("url").alias("f"), "db.url = f.url")
          .whenMatchedUpdate(set={"generated_segment": F.lit(segment), "generate_time": F.lit(now)})

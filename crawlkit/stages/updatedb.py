@@ -276,7 +276,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
     tag = f"updatedb:{segment}"
-    if storage.was_applied(spark, db_path, tag):
+    if storage.was_applied(spark, db_path, tag, since=storage.generated_tag(segment)):
         return {"segment": segment, "skipped": "already applied"}
     from crawlkit.resume import SegmentStateError, is_abandoned
     if is_abandoned(spark, crawl_dir, segment):
