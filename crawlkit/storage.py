@@ -204,10 +204,13 @@ def tags_of(user_metadata: str | None) -> list[str]:
     return (user_metadata or "").split()
 
 
+GENERATE_TAG = "generate:"
+
+
 def generated_tag(segment: str) -> str:
     """The tag of generate's commit that locks ``segment``'s URLs, which every other commit
     for the segment follows."""
-    return f"generate:{segment}"
+    return GENERATE_TAG + segment
 
 
 def was_applied(spark: SparkSession, path: str, tag: str, since: str | None = None) -> bool:
@@ -251,9 +254,10 @@ def recent_history(spark: SparkSession, path: str, enough: Callable[[set[str]], 
     holds of the set of tags they carry, or the whole history.
 
     Delta keeps 30 days of commits (``delta.logRetentionDuration``) and a full history read
-    opens every one of them (at 3,000 commits 0.68 s warm, against 0.17 s back to a segment's
-    generate: docs/performance.md, ``scripts/bench/history_reads.py``), so a question whose answer lies in the last rounds reads the
-    newest ``first`` commits, then ``growth`` times as many, until it is answered."""
+    opens every one of them (at 3,000 commits 0.68 s warm, against 0.17 s back to a
+    segment's generate: docs/performance.md, ``scripts/bench/history_reads.py``), so a
+    question whose answer lies in the last rounds reads the newest ``first`` commits, then
+    ``growth`` times as many, until it is answered."""
     if not is_delta(spark, path):
         return []
     table, limit = DeltaTable.forPath(spark, path), first

@@ -24,8 +24,6 @@ from pyspark.sql import functions as F
 from crawlkit import linkdb, schemas, storage
 from crawlkit.stages.generate import VIRTUAL_PREFIX
 
-GENERATE_TAG = "generate:"  # generate's commit tag, generate:<segment> (see storage)
-
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -58,8 +56,8 @@ def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) ->
     if version not in history:
         raise ValueError(f"crawldb version {version} does not exist (versions {min(history)}..{max(history)})")
     committed_at = history[version][0]
-    generated = frozenset(tag.removeprefix(GENERATE_TAG) for v, (_, tag) in history.items()
-                          if v <= version and tag and tag.startswith(GENERATE_TAG))
+    generated = frozenset(tag.removeprefix(storage.GENERATE_TAG) for v, (_, tag) in history.items()
+                          if v <= version and tag and tag.startswith(storage.GENERATE_TAG))
     link_version = None
     if storage.is_delta(spark, link_path):
         link_version = max((v for v, (at, _) in _history(spark, link_path).items() if at <= committed_at),
