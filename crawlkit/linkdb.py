@@ -15,11 +15,13 @@ Superseded rows stay on disk until :func:`compact` rewrites the table with the c
 only. updatedb compacts when the rows appended since the last compaction reach
 ``db.links_compact_ratio`` of the rows that compaction kept (the first load of the table
 counts as one), so a link row is rewritten about 1/ratio times over the crawl: the round's
-cost follows the segment, and the table stays within (1 + ratio) of its live size.
+cost follows the segment, and the table stays within (1 + ratio) of its live size. Each
+append's commit carries that count beside its tag (``SINCE_COMPACTION``), so the next
+append reads the latest commits only, not the history back to the last compaction.
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Observation, SparkSession, Window
@@ -29,6 +31,13 @@ from crawlkit import schemas, storage
 
 NO_LINKS = ""                     # dst of the marker row of a page refetched without links
 COMPACT_TAG = "linkdb-compact"    # commit tag prefix of a compaction
+# An append's commit also carries ``since_compaction`` as it stood before it (a token
+# ``links-since-compaction=<appended>/<kept>``), so the next one need not read back to the
+# last compaction, which in a growing crawl comes every 1.5x as many rounds.
+SINCE_COMPACTION = "links-since-compaction="
+# A segment's link commit follows its crawldb lock's; this much earlier is searched too, for
+# the two tables' commit times coming from different clocks (storage servers, drivers).
+CLOCK_MARGIN = timedelta(hours=1)
 
 
 def current(links: DataFrame) -> DataFrame:
@@ -73,7 +82,7 @@ def no_links_markers(refreshed_srcs: DataFrame, links: DataFrame, now: datetime)
 
 
 def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_srcs: DataFrame,
-                   now: datetime, tag: str) -> dict:
+                   now: datetime, tag: str, locked_at: datetime | None = None) -> dict:
     """Append a segment's links (each (src, dst) once) as the new version of their sources'
     links, with a marker for each refreshed page that has none, in one commit tagged ``tag``.
     The links are counted as they are written (an ``Observation``), so ``links`` may be a
@@ -82,9 +91,13 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
     A rerun of an applied segment (a crash between this commit and the crawldb's) appends
     nothing: the tag is in the table's history. The history is read once: it answers that,
     the version this commit will have, and (with this commit's rows) ``since_compaction``:
-    (rows appended since the last compaction, rows it kept), for ``compaction_due``."""
+    (rows appended since the last compaction, rows it kept), for ``compaction_due``. It is
+    read back to the last compaction and, unless ``tag`` turns up first, to ``locked_at``
+    (the time of the segment's lock in the crawldb, which its link commit follows:
+    ``history_answers``), rather than all of its 30 days."""
     storage.ensure_table(spark, path, "links")
-    commits = storage.history(spark, path)
+    not_before = locked_at - CLOCK_MARGIN if locked_at is not None else None
+    commits = storage.recent_history(spark, path, lambda commits: history_answers(commits, tag, not_before))
     if storage.applied_in(commits, tag):
         return {"appended": 0, "pages_without_links": 0, "skipped": "already applied",
                 "since_compaction": appended_since_compaction(commits)}
@@ -94,14 +107,32 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
     rows = (links.observe(counted, F.count(F.lit(1)).alias("n"))
             .unionByName(no_links_markers(refreshed_srcs, links, now).observe(marked, F.count(F.lit(1)).alias("n")))
             .withColumn("commit_version", F.lit(version).cast("long")))
-    with storage.commit_tag(spark, tag):
+    before = appended_since_compaction(commits)
+    tags = f"{tag} {SINCE_COMPACTION}{before[0]}/{before[1]}"
+    with storage.commit_tag(spark, tags):
         (schemas.conform(rows, "links").write.format("delta").mode("append")
          .option("mergeSchema", "true").save(path))
     appended, markers = counted.get["n"], marked.get["n"]
-    this = {"version": version, "operation": "WRITE", "userMetadata": tag,
+    this = {"version": version, "operation": "WRITE", "userMetadata": tags,
             "operationMetrics": {"numOutputRows": str(appended + markers)}}
     return {"appended": appended, "pages_without_links": markers, "version": version,
             "since_compaction": appended_since_compaction(commits + [this])}
+
+
+def history_answers(commits: list[dict], tag: str, not_before: datetime | None) -> bool:
+    """Whether the latest ``commits`` (oldest first) answer ``append_segment``: they reach a
+    compaction or an append that carries ``since_compaction``, and either hold ``tag`` or
+    reach a commit older than ``not_before`` (None: only ``tag`` answers).
+
+    The link table has no commit that a segment's commits must follow (the crawldb's
+    ``generate:<segment>`` lock), and a crashed segment's rerun may find its ``tag`` behind
+    a later segment's compaction, so the bound is a time: the lock commit's less a margin
+    for clocks (``CLOCK_MARGIN``). Delta's commit timestamps never decrease with the
+    version, so every commit from that time on is in the window."""
+    tags = storage.tags_in(commits)
+    if not any(t.startswith((COMPACT_TAG, SINCE_COMPACTION)) for t in tags):
+        return False
+    return tag in tags or (not_before is not None and commits[0]["timestamp"] < not_before)
 
 
 def last_metrics(spark: SparkSession, path: str) -> dict:
@@ -111,15 +142,23 @@ def last_metrics(spark: SparkSession, path: str) -> dict:
 
 def appended_since_compaction(commits: list[dict]) -> tuple[int, int]:
     """(rows appended since the last compaction, rows it kept) in a history (``storage.history``,
-    oldest first). Without a compaction, the first append that wrote rows (the table's first
-    load) stands for one."""
+    oldest first), from the newest compaction or the newest append that carries the pair as
+    it stood before it (``SINCE_COMPACTION``), whichever comes first. Without a compaction, the
+    first append that wrote rows (the table's first load) stands for one."""
     writes = []                      # rows of each append since the last compaction, newest first
     for row in reversed(commits):
         rows = int((row["operationMetrics"] or {}).get("numOutputRows", 0))
-        if any(t.startswith(COMPACT_TAG) for t in storage.tags_of(row["userMetadata"])):
+        tags = storage.tags_of(row["userMetadata"])
+        if any(t.startswith(COMPACT_TAG) for t in tags):
             return sum(writes), rows
         if row["operation"] == "WRITE" and rows:
             writes.append(rows)
+        carried = next((t[len(SINCE_COMPACTION):] for t in tags if t.startswith(SINCE_COMPACTION)), None)
+        if carried is not None:
+            appended, kept = (int(n) for n in carried.split("/"))
+            if kept:
+                return appended + sum(writes), kept
+            break                    # no load before it: the oldest write since is the first
     if not writes:
         return 0, 0
     first_load = writes.pop()        # the oldest write

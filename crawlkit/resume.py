@@ -67,7 +67,8 @@ def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfi
     locks = _locks(spark, db_path)
     generated = {storage.generated_tag(segment) for segment in locks}
 
-    def enough(found: set[str]) -> bool:   # the last updatedb, and every lock's generate
+    def enough(commits: list[dict]) -> bool:   # the last updatedb, and every lock's generate
+        found = storage.tags_in(commits)
         return generated <= found and any(t.startswith("updatedb:") for t in found)
     tags = [c["userMetadata"] or "" for c in storage.recent_history(spark, db_path, enough)]
     lock_timeout = timedelta(seconds=conf["generate.lock_timeout"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Callable, Iterator
 
 from delta.tables import DeltaTable
@@ -217,16 +218,31 @@ def was_applied(spark: SparkSession, path: str, tag: str, since: str | None = No
     """Whether a commit tagged ``tag`` (alone or among others) is in the table's history
     (the stage already ran). ``since``, a tag that every ``tag`` commit follows (a segment's
     ``generate:<segment>`` lock: segment names are not reused), bounds the search to the
-    commits from the newest ``since`` on (``recent_history``)."""
-    if since is None:
-        return applied_in(history(spark, path), tag)
-    commits = recent_history(spark, path, lambda found: bool(found & {tag, since}))
+    commits from the newest ``since`` on (``history_since``)."""
+    commits = history(spark, path) if since is None else history_since(spark, path, tag, since)
     return applied_in(commits, tag)
+
+
+def history_since(spark: SparkSession, path: str, tag: str, since: str) -> list[dict]:
+    """The latest commits back to the newest tagged ``tag`` or ``since`` (``was_applied``),
+    or the whole history: a stage that also needs ``since``'s commit time reads it once."""
+    return recent_history(spark, path, lambda commits: bool(tags_in(commits) & {tag, since}))
 
 
 def applied_in(commits: list[dict], tag: str) -> bool:
     """``was_applied`` on a history already read (``history``)."""
     return any(tag in tags_of(commit["userMetadata"]) for commit in commits)
+
+
+def tags_in(commits: list[dict]) -> set[str]:
+    """Every stage tag the ``commits`` carry."""
+    return {tag for commit in commits for tag in tags_of(commit["userMetadata"])}
+
+
+def committed_at(commits: list[dict], tag: str) -> datetime | None:
+    """The time of the newest commit tagged ``tag`` among ``commits`` (None if none is): Delta's
+    commit timestamp, which never decreases with the version."""
+    return next((c["timestamp"] for c in reversed(commits) if tag in tags_of(c["userMetadata"])), None)
 
 
 def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
@@ -236,22 +252,22 @@ def commit_tags(spark: SparkSession, path: str) -> list[str | None]:
     return [commit["userMetadata"] for commit in history(spark, path)]
 
 
-HISTORY_COLUMNS = ["version", "operation", "userMetadata", "operationMetrics"]
+HISTORY_COLUMNS = ["version", "timestamp", "operation", "userMetadata", "operationMetrics"]
 
 
 def history(spark: SparkSession, path: str) -> list[dict]:
-    """The table's commits, oldest first: ``version``, ``operation``, ``userMetadata``,
-    ``operationMetrics`` of each ([] when there is no table). One read (a Spark job) serves
-    every question a stage asks of the history."""
+    """The table's commits, oldest first: ``version``, ``timestamp``, ``operation``,
+    ``userMetadata``, ``operationMetrics`` of each ([] when there is no table). One read (a
+    Spark job) serves every question a stage asks of the history."""
     if not is_delta(spark, path):
         return []
     return _commits(DeltaTable.forPath(spark, path).history())
 
 
-def recent_history(spark: SparkSession, path: str, enough: Callable[[set[str]], bool],
+def recent_history(spark: SparkSession, path: str, enough: Callable[[list[dict]], bool],
                    first: int = 32, growth: int = 8) -> list[dict]:
     """The table's latest commits, oldest first (as ``history``), back to where ``enough``
-    holds of the set of tags they carry, or the whole history.
+    holds of them, or the whole history.
 
     Delta keeps 30 days of commits (``delta.logRetentionDuration``) and a full history read
     opens every one of them (at 3,000 commits 0.68 s warm, against 0.17 s back to a
@@ -263,7 +279,7 @@ def recent_history(spark: SparkSession, path: str, enough: Callable[[set[str]], 
     table, limit = DeltaTable.forPath(spark, path), first
     while True:
         commits = _commits(table.history(limit))
-        if len(commits) < limit or enough({t for c in commits for t in tags_of(c["userMetadata"])}):
+        if len(commits) < limit or enough(commits):
             return commits
         limit *= growth
 

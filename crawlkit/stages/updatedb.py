@@ -275,8 +275,9 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
-    tag = f"updatedb:{segment}"
-    if storage.was_applied(spark, db_path, tag, since=storage.generated_tag(segment)):
+    tag, generated = f"updatedb:{segment}", storage.generated_tag(segment)
+    commits = storage.history_since(spark, db_path, tag, generated)
+    if storage.applied_in(commits, tag):
         return {"segment": segment, "skipped": "already applied"}
     from crawlkit.resume import SegmentStateError, is_abandoned
     if is_abandoned(spark, crawl_dir, segment):
@@ -295,7 +296,8 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
                           redirected_pages=sizes["redirected"] > 0)
     refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
         .select(F.col("url").alias("src"))
-    link_changes = linkdb.append_segment(spark, link_path, links, refreshed, now, f"linkdb:{segment}")
+    link_changes = linkdb.append_segment(spark, link_path, links, refreshed, now, f"linkdb:{segment}",
+                                         locked_at=storage.committed_at(commits, generated))
     links_count = link_changes["appended"] if "skipped" not in link_changes else links.count()
 
     outcome = outcomes(content, parsed)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlkit import storage
+from crawlkit import linkdb, storage
 
 # one real crawl on a 2-core machine shared with other Spark jobs can take more than the
 # suite's default 600 s
@@ -109,9 +109,11 @@ def delta_commits(table_dir: Path) -> list[dict]:
 
 
 def tags(table_dir: Path) -> list[str]:
-    """userMetadata of every commit but the table's creation (version 0, CREATE TABLE, made by
-    storage.ensure_table outside any stage tag; it holds no rows)."""
-    return [c.get("userMetadata") for c in delta_commits(table_dir)
+    """The stage tags of every commit (its userMetadata but a link append's carried count,
+    ``linkdb.SINCE_COMPACTION``; "" when untagged) but the table's creation (version 0,
+    CREATE TABLE, made by storage.ensure_table outside any stage tag; it holds no rows)."""
+    return [" ".join(t for t in storage.tags_of(c.get("userMetadata")) if not t.startswith(linkdb.SINCE_COMPACTION))
+            for c in delta_commits(table_dir)
             if not (c["version"] == 0 and c.get("operation", "").startswith("CREATE"))]
 
 

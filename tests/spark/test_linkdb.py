@@ -107,3 +107,76 @@ def test_a_table_written_before_commit_version_existed_takes_appends(spark, tmp_
     links = linkdb.current(storage.read_table(spark, path, "links"))
     assert view(links) == [(A, A + "y", "y", T2, T2), (B, B + "z", "z", T1, T1)]
     assert links.filter(F.col("commit_version").isNull()).count() == 1
+
+
+def test_a_rerun_finds_its_append_behind_a_later_compaction_reading_back_to_its_lock(spark, tmp_path,
+                                                                                    monkeypatch):
+    """s1's links committed, then a crash before its crawldb commit; s2 applied and compacted
+    the table; s1's rerun must still find its commit, while a new segment reads the history
+    back to the compaction and its lock time only (windows of 1, 2, 4, ... commits here)."""
+    path = str(tmp_path / "linkdb")
+    windows = []
+
+    def recent_history(*args, **kwargs):
+        commits = read_recent(*args, **{**kwargs, "first": 1, "growth": 2})
+        windows.append([c["version"] for c in commits])
+        return commits
+    read_recent = storage.recent_history
+    monkeypatch.setattr(storage, "recent_history", recent_history)
+
+    def append(rows, tag, locked_at=None):
+        links = raw(spark, rows)
+        return linkdb.append_segment(spark, path, links, links.select("src"), T1, tag, locked_at=locked_at)
+    append([(A, A + "x", "x", T1, None)], "linkdb:s0")
+    locked = storage.history(spark, path)[-1]["timestamp"]
+    append([(B, B + "z", "z", T1, None)], "linkdb:s1", locked)
+    append([(A, A + "y", "y", T2, None)], "linkdb:s2", locked)
+    linkdb.compact(spark, path, f"{linkdb.COMPACT_TAG}:s2")  # version 4
+    rerun = append([(B, B + "z", "z", T1, None)], "linkdb:s1", locked)
+    assert rerun["skipped"] == "already applied" and windows[-1] == [1, 2, 3, 4]
+    assert rerun["since_compaction"] == (0, 2)                # the compaction kept a->y and b->z
+    assert storage.read_table(spark, path, "links").count() == 2
+    # a segment locked well after every commit: the compaction alone answers
+    later = storage.history(spark, path)[-1]["timestamp"] + 2 * linkdb.CLOCK_MARGIN
+    assert append([(C, C + "w", "w", T2, None)], "linkdb:s3", later)["version"] == 5
+    assert windows[-1] == [4]
+    # ... and then the last append alone, which carries (rows appended since the compaction, kept)
+    assert append([(C, C + "v", "v", T2, None)], "linkdb:s4", later)["since_compaction"] == (2, 2)
+    assert windows[-1] == [5]
+    assert _since_compaction(spark, path) == (2, 2)
+
+
+def test_since_compaction_from_the_pair_an_append_carries(spark):
+    def commit(tag, rows, carried=None, operation="WRITE"):
+        tags = tag if carried is None else f"{tag} {linkdb.SINCE_COMPACTION}{carried[0]}/{carried[1]}"
+        return {"operation": operation, "userMetadata": tags, "operationMetrics": {"numOutputRows": str(rows)}}
+    load, second, third = commit("linkdb:s1", 2, (0, 0)), commit("linkdb:s2", 1, (0, 2)), commit("linkdb:s3", 3, (1, 2))
+    assert linkdb.appended_since_compaction([load, second, third]) == (4, 2)
+    assert linkdb.appended_since_compaction([third]) == (4, 2)          # the newest append alone
+    assert linkdb.appended_since_compaction([second, third]) == (4, 2)
+    assert linkdb.appended_since_compaction([load]) == (0, 2)           # the first load is the base
+    assert linkdb.appended_since_compaction([commit("linkdb:s0", 0, (0, 0)), load]) == (0, 2)
+    compaction = commit(f"{linkdb.COMPACT_TAG}:s3", 5, operation="WRITE")
+    assert linkdb.appended_since_compaction([load, second, third, compaction]) == (0, 5)
+    assert linkdb.appended_since_compaction([compaction, commit("linkdb:s4", 2, (0, 5))]) == (2, 5)
+    # tables written before appends carried the pair: back to the compaction or the first load
+    assert linkdb.appended_since_compaction([commit("linkdb:s1", 2), commit("linkdb:s2", 1)]) == (1, 2)
+
+
+def test_the_links_history_is_read_back_to_a_compaction_and_the_lock_time(spark, tmp_path):
+    def commit(version, tag, at):
+        return {"version": version, "timestamp": at, "operation": "WRITE", "userMetadata": tag,
+                "operationMetrics": {"numOutputRows": "1"}}
+    lock = datetime(2026, 3, 2, 12)
+    compaction = commit(7, f"{linkdb.COMPACT_TAG}:s6", lock - timedelta(hours=3))
+    old = commit(8, "linkdb:s7", lock - timedelta(hours=2))
+    recent = commit(9, "linkdb:s8", lock - timedelta(minutes=30))   # within the clock margin
+    not_before = lock - linkdb.CLOCK_MARGIN
+    # a compaction and a commit older than the bound: s9's commit, if any, would be in the window
+    assert linkdb.history_answers([compaction, old, recent], "linkdb:s9", not_before)
+    assert linkdb.history_answers([old, recent], "linkdb:s9", not_before) is False   # no compaction yet
+    assert linkdb.history_answers([compaction, old, recent], "linkdb:s9", None) is False  # no bound
+    # the window does not yet reach past the bound: a commit within the margin may be older
+    assert not linkdb.history_answers([dict(compaction, timestamp=lock - timedelta(minutes=40)), recent],
+                                      "linkdb:s9", not_before)
+    assert linkdb.history_answers([compaction, recent], "linkdb:s8", None)          # the tag found
