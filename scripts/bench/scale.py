@@ -34,7 +34,9 @@ rows (K' updated + the new URLs) as a new Delta table and as an append to the cr
 against that append plus an append of the segment's links to the link table (every row
 updatedb writes), then
 times a compaction of the link table (``crawlkit.linkdb.compact``), which updatedb runs once
-the appended rows reach ``db.links_compact_ratio`` of the table. Every stage also records
+the appended rows reach ``db.links_compact_ratio`` of the table, and the floor of any
+updatedb: a second segment's rows, computed beforehand, written over its lock as updatedb's
+commit writes them, against appending them (``overwrite_floor``). Every stage also records
 peak memory (RSS of the driver Python, the Spark JVM and the Python workers, sampled; JVM
 heap, peak execution memory, GC, jobs and shuffle bytes from Spark's REST API) and the Delta
 metrics of its commit (files removed, rows copied, deletion vectors), which show whether a
@@ -74,7 +76,7 @@ from crawlkit.crawldb import new_entries  # noqa: E402
 from crawlkit.scoring import job as scoring_job  # noqa: E402
 from crawlkit.scoring.pagerank import pagerank  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
-from crawlkit.stages.generate import run_generate  # noqa: E402
+from crawlkit.stages.generate import locked_by_sql, run_generate  # noqa: E402
 from crawlkit.stages.transition import outcomes, updated_entries  # noqa: E402
 from crawlkit.stages.updatedb import new_urls, run_updatedb, segment_links  # noqa: E402
 
@@ -82,7 +84,6 @@ T0 = datetime(2026, 1, 1, 0, 0, 0)      # crawldb rows were created (and are due
 NOW = datetime(2026, 1, 2, 0, 0, 0)     # the round's logical time
 NOW2 = NOW + timedelta(days=1)          # the second round (the updatedb-vs-append segment)
 STAGES = ("generate", "updatedb", "pagerank_driver", "pagerank_distributed", "score", "score_merge")
-RATIO_STAGES = ("generate_big", "updatedb_big", "append_big", "write_big", "append_links_big", "compact_big")
 MB = 2 ** 20
 # Delta MERGE/WRITE metrics kept from the commit a stage made: they show whether it rewrote
 # the crawldb (files removed, rows copied) or only marked rows (deletion vectors).
@@ -475,6 +476,28 @@ def update_vs_write(spark, probe: Probe, row: dict, uri: str, n: int, args):
     row["big"]["compaction"] = kept
     print(f"N={n:,}: link-table compaction (done when the appended rows reach "
           f"db.links_compact_ratio of the table) {row['compact_big']:.1f} s, {kept}", flush=True)
+    overwrite_floor(spark, probe, row, conf, n, args)
+
+
+def overwrite_floor(spark, probe: Probe, row: dict, conf, n: int, args) -> None:
+    """What updatedb's commit alone costs: a second segment generated, its crawldb rows
+    computed and materialized as for the baselines, then written over its lock exactly as
+    updatedb's commit does (``replaceWhere`` on the lock: ``replace_locked_rows``), and
+    appended again for the ratio in the same state of the process. Any updatedb must at
+    least make that commit, so its ratio to the append is the floor of updatedb's."""
+    uri, segment, now = conf["crawl.dir"], "20260104000000", NOW2 + timedelta(days=1)
+    db_path = storage.crawldb_path(uri)
+    run_generate(spark, conf, now, segment)
+    write_segment(spark, uri, segment, n, args)
+    rows, count, _, _ = segment_rows(spark, conf, now, segment)
+
+    def overwrite():
+        with storage.session_setting(spark, "spark.databricks.delta.replaceWhere.constraintCheck.enabled", "false"):
+            rows.write.format("delta").mode("overwrite").option("replaceWhere", locked_by_sql(segment)).save(db_path)
+    probe(row, "overwrite_big", overwrite)
+    probe(row, "append2_big", lambda: rows.write.format("delta").mode("append").save(db_path))
+    print(f"N={n:,}: the commit alone, {count:,} computed rows over the lock {row['overwrite_big']:.1f} s, "
+          f"appended {row['append2_big']:.1f} s -> {row['overwrite_big'] / row['append2_big']:.2f}x", flush=True)
 
 
 def append_to_crawldb(probe: Probe, row: dict, rows, db_path: str, spark) -> None:
@@ -558,8 +581,9 @@ def ratio_table(rows: list[dict]) -> list[str]:
     out = ["| N | K (big segment) | rows written (K updated + new) | updatedb s | append to crawldb s "
            "| write as new table s | links appended | append of the links s | updatedb / append "
            "| updatedb / write | updatedb / (append + links' append) | crawldb commit: files removed "
-           "/ added, rows copied, DVs added | link compaction s (amortized per round) |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+           "/ added, rows copied, DVs added | link compaction s (amortized per round) "
+           "| the commit alone: overwrite of a lock by its computed rows s / append s |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"]
     for r in rows:
         if "updatedb_big" not in r:
             continue
@@ -571,8 +595,16 @@ def ratio_table(rows: list[dict]) -> list[str]:
                    f"| **{ratio(r, 'append_big', 'append_links_big')}** "
                    f"| {d.get('numTargetFilesRemoved', '?')} / {d.get('numTargetFilesAdded', '?')}, "
                    f"{d.get('numTargetRowsCopied', '?'):,}, {d.get('numTargetDeletionVectorsAdded', '?')} "
-                   f"| {amortized_compaction(r)} |")
+                   f"| {amortized_compaction(r)} | {overwrite_ratio(r)} |")
     return out
+
+
+def overwrite_ratio(row: dict) -> str:
+    """The floor of updatedb (``overwrite_floor``): its commit alone against an append."""
+    if not (row.get("overwrite_big") and row.get("append2_big")):
+        return "–"
+    return (f"{fmt(row['overwrite_big'])} / {fmt(row['append2_big'])} "
+            f"= **{row['overwrite_big'] / row['append2_big']:.2f}**")
 
 
 def amortized_compaction(row: dict) -> str:
