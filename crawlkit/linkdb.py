@@ -91,8 +91,9 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
     A rerun of an applied segment (a crash between this commit and the crawldb's) appends
     nothing: the tag is in the table's history. The history is read once: it answers that,
     the version this commit will have, and (with this commit's rows) ``since_compaction``:
-    (rows appended since the last compaction, rows it kept), for ``compaction_due``. It is
-    read back to the last compaction and, unless ``tag`` turns up first, to ``locked_at``
+    (rows appended since the last compaction, rows it kept), for ``compaction_due``, which
+    this commit carries in turn (``SINCE_COMPACTION``). It is read back to the newest commit
+    that carries it (or a compaction) and, unless ``tag`` turns up first, to ``locked_at``
     (the time of the segment's lock in the crawldb, which its link commit follows:
     ``history_answers``), rather than all of its 30 days."""
     storage.ensure_table(spark, path, "links")
