@@ -109,7 +109,7 @@ def copied_history(spark, path: str, commits: int, commit_of) -> int:
     log = os.path.join(path, "_delta_log")
     with open(os.path.join(log, f"{1:020d}.json")) as f:
         template = [json.loads(line) for line in f]
-    last = commits - commits % 10 if commits % 10 else commits
+    last = commits - commits % 10 if commits % 10 else commits  # the real one makes the checkpoint
     for version in range(2, last):
         tag, rows = commit_of(version)
         with open(os.path.join(log, f"{version:020d}.json"), "w") as f:
@@ -170,6 +170,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---|")
     for n, full, bounded, read, since in link_rows:
         print(f"| {n:,} | {full:.2f} | {bounded:.2f} | {full / bounded:.1f}x | {read:,} | {since} |")
+
 
 if __name__ == "__main__":
     main()
