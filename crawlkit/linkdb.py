@@ -108,8 +108,7 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
     rows = (links.observe(counted, F.count(F.lit(1)).alias("n"))
             .unionByName(no_links_markers(refreshed_srcs, links, now).observe(marked, F.count(F.lit(1)).alias("n")))
             .withColumn("commit_version", F.lit(version).cast("long")))
-    before = appended_since_compaction(commits)
-    tags = f"{tag} {SINCE_COMPACTION}{before[0]}/{before[1]}"
+    tags = carrying(tag, appended_since_compaction(commits))
     with storage.commit_tag(spark, tags):
         (schemas.conform(rows, "links").write.format("delta").mode("append")
          .option("mergeSchema", "true").save(path))
@@ -118,6 +117,12 @@ def append_segment(spark: SparkSession, path: str, links: DataFrame, refreshed_s
             "operationMetrics": {"numOutputRows": str(appended + markers)}}
     return {"appended": appended, "pages_without_links": markers, "version": version,
             "since_compaction": appended_since_compaction(commits + [this])}
+
+
+def carrying(tag: str, since_compaction: tuple[int, int]) -> str:
+    """An append's commit tags: ``tag`` and the (appended, kept) pair before it (``SINCE_COMPACTION``)."""
+    appended, kept = since_compaction
+    return f"{tag} {SINCE_COMPACTION}{appended}/{kept}"
 
 
 def history_answers(commits: list[dict], tag: str, not_before: datetime | None) -> bool:

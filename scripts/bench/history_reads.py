@@ -78,8 +78,7 @@ def as_history(made: list[tuple[str, int]]) -> list[dict]:
 
 def link_append(version: int, made: list[tuple[str, int]]) -> str:
     """The tags of an append after the commits ``made``, as ``linkdb.append_segment`` writes them."""
-    appended, kept = linkdb.appended_since_compaction(as_history(made))
-    return f"linkdb:r{version:06d} {linkdb.SINCE_COMPACTION}{appended}/{kept}"
+    return linkdb.carrying(f"linkdb:r{version:06d}", linkdb.appended_since_compaction(as_history(made)))
 
 
 def build_links(spark, path: str, commits: int) -> str:

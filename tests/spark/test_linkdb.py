@@ -148,7 +148,7 @@ def test_a_rerun_finds_its_append_behind_a_later_compaction_reading_back_to_its_
 
 def test_since_compaction_from_the_pair_an_append_carries(spark):
     def commit(tag, rows, carried=None, operation="WRITE"):
-        tags = tag if carried is None else f"{tag} {linkdb.SINCE_COMPACTION}{carried[0]}/{carried[1]}"
+        tags = tag if carried is None else linkdb.carrying(tag, carried)
         return {"operation": operation, "userMetadata": tags, "operationMetrics": {"numOutputRows": str(rows)}}
     load, second, third = commit("linkdb:s1", 2, (0, 0)), commit("linkdb:s2", 1, (0, 2)), commit("linkdb:s3", 3, (1, 2))
     assert linkdb.appended_since_compaction([load, second, third]) == (4, 2)
