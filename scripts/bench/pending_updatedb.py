@@ -95,6 +95,8 @@ def fold(spark, conf, now, segment: str, pending_path: str) -> dict:
 
 
 def one_round(spark, conf, args, i: int, uri: str) -> dict:
+    """Round ``i``: generate a segment and write its content and parse; apply it by updatedb
+    (even ``i``) or by the pending append and its fold (odd); then the two baseline appends."""
     now = NOW + timedelta(days=i)
     segment = now.strftime("%Y%m%d%H%M%S")
     generate_s, _ = timed(lambda: run_generate(spark, conf, now, segment))
