@@ -91,9 +91,29 @@ def get_spark(conf: Conf, master: str | None = None) -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf["spark.log_level"])
+    quiet_known_warnings(spark, conf["spark.log_level"])
     checkpoint = conf["spark.checkpoint_dir"] or conf["crawl.dir"].rstrip("/") + "/_checkpoints"
     spark.sparkContext.setCheckpointDir(checkpoint)
     return spark
+
+
+# Spark warnings that crawlkit triggers on purpose, with why each is safe. At ``WARN`` they
+# are raised to ``ERROR``; at ``INFO`` and below they are logged as usual.
+KNOWN_WARNINGS = {
+    # "No Partition Defined for Window operation": interleave ranks each metric's list, at most
+    # topN rows, in one task (crawlkit/stages/interleave.py); Spark warns on every generate.
+    "org.apache.spark.sql.execution.window.WindowExec",
+}
+
+
+def quiet_known_warnings(spark: SparkSession, level: str) -> None:
+    """Raise the loggers of ``KNOWN_WARNINGS`` to ERROR when Spark logs at ``level`` WARN,
+    so an operator's console shows the warnings that need a look; any other level applies to
+    them as to every logger."""
+    jvm = spark.sparkContext._jvm
+    target = jvm.org.apache.logging.log4j.Level.toLevel("ERROR" if level.upper() == "WARN" else level)
+    for logger in KNOWN_WARNINGS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(logger, target)
 
 
 @contextmanager

@@ -83,3 +83,19 @@ def test_a_segment_part_counts_its_rows_as_it_is_written(spark, tmp_path):
     assert storage.write_segment_part(content.limit(0), str(tmp_path), "s2", "content", "content",
                                       *_tally())["pages"] == 0
     assert storage.write_segment_part(content, str(tmp_path), "s3", "content", "content") == {}
+
+
+def test_known_warnings_are_quiet_at_warn_and_logged_below_it(spark):
+    from crawlkit.spark import KNOWN_WARNINGS, quiet_known_warnings
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+
+    def levels():
+        return {str(log4j.LogManager.getLogger(name).getLevel()) for name in KNOWN_WARNINGS}
+
+    assert levels() == {"ERROR"}           # the session came from get_spark at the default WARN
+    try:
+        quiet_known_warnings(spark, "INFO")
+        assert levels() == {"INFO"}
+    finally:
+        quiet_known_warnings(spark, "WARN")
+    assert levels() == {"ERROR"}
