@@ -79,6 +79,13 @@ def segment_links(content: DataFrame, parsed: DataFrame, conf: Conf, now: dateti
         F.lit(now).alias("first_seen"), F.lit(now).alias("last_seen")), "links")
 
 
+def refreshed_sources(content: DataFrame) -> DataFrame:
+    """(src) of the segment's pages whose links are known afresh (``LINKS_REFRESHED``): the
+    sources whose older links the link append supersedes."""
+    return content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
+        .select(F.col("url").alias("src"))
+
+
 def accepted_urls(df: DataFrame, column: str, conf: Conf) -> DataFrame:
     """Rows whose URL in ``column`` passes the [urls] filter: redirect targets get the same
     spider-trap guards as outlinks (parse filters those)."""
@@ -294,9 +301,8 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     bound, segment_urls = conf["db.broadcast_rows"], sizes["urls"]
     links = segment_links(content, parsed, conf, now, redirects=sizes["redirects"] > 0,
                           redirected_pages=sizes["redirected"] > 0)
-    refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
-        .select(F.col("url").alias("src"))
-    link_changes = linkdb.append_segment(spark, link_path, links, refreshed, now, f"linkdb:{segment}",
+    link_changes = linkdb.append_segment(spark, link_path, links, refreshed_sources(content), now,
+                                         f"linkdb:{segment}",
                                          locked_at=storage.committed_at(commits, generated))
     links_count = link_changes["appended"] if "skipped" not in link_changes else links.count()
 

@@ -41,7 +41,7 @@ from crawlkit.conf import make_conf  # noqa: E402
 from crawlkit.spark import get_spark  # noqa: E402
 from crawlkit.stages.generate import locked_by, run_generate  # noqa: E402
 from crawlkit.stages.transition import outcomes  # noqa: E402
-from crawlkit.stages.updatedb import (LINKS_REFRESHED, _entries, _unknown, link_targets,  # noqa: E402
+from crawlkit.stages.updatedb import (_entries, _unknown, link_targets, refreshed_sources,  # noqa: E402
                                       replaced_rows, run_updatedb, segment_links, small)
 from scale import NOW, bench_conf, build_tables, segment_rows, timed, write_segment  # noqa: E402
 
@@ -54,10 +54,8 @@ def pending_updatedb(spark, conf, now, segment: str, pending_path: str) -> dict:
     content = storage.read_segment_part(spark, uri, segment, "content", "content")
     parsed = storage.read_segment_part(spark, uri, segment, "parse", "parse")
     links = segment_links(content, parsed, conf, now, redirects=False, redirected_pages=False)
-    refreshed = content.filter(F.col("fetch_status").isin(*[s.value for s in LINKS_REFRESHED])) \
-        .select(F.col("url").alias("src"))
-    link_s, _ = timed(lambda: linkdb.append_segment(spark, storage.linkdb_path(uri), links, refreshed, now,
-                                                    f"linkdb:{segment}"))
+    link_s, _ = timed(lambda: linkdb.append_segment(spark, storage.linkdb_path(uri), links,
+                                                    refreshed_sources(content), now, f"linkdb:{segment}"))
 
     def append_pending():
         crawldb = DeltaTable.forPath(spark, storage.crawldb_path(uri)).toDF()
@@ -109,9 +107,10 @@ def one_round(spark, conf, args, i: int, uri: str) -> dict:
         row.update(updated=sum(counters["by_status"].values()), new_urls=counters["new_urls"])
     else:
         row["way"] = "pending"
-        row.update(pending_updatedb(spark, conf, now, segment, uri + "/pending"))
+        pending_path = uri + "/pending"
+        row.update(pending_updatedb(spark, conf, now, segment, pending_path))
         row["updatedb_s"] = row["links_s"] + row["pending_s"]
-        row["fold_s"], merged = timed(lambda: fold(spark, conf, now, segment, uri + "/pending"))
+        row["fold_s"], merged = timed(lambda: fold(spark, conf, now, segment, pending_path))
         row.update(merged)
     row["append_s"], _ = timed(lambda: rows.write.format("delta").mode("append").save(uri + "/baseline_rows"))
     row["append_links_s"], _ = timed(
@@ -153,7 +152,6 @@ def main(argv=None) -> int:
     uri = "file://" + a.workdir
     shutil.rmtree(a.workdir, ignore_errors=True)
     spark = get_spark(make_conf(spark__driver_memory=a.driver_memory, spark__shuffle_partitions=8, crawl__dir=uri))
-    spark.sparkContext.setCheckpointDir(uri + "/_checkpoints")
     conf = bench_conf(uri, int(a.segment), args)
     build_s, _ = timed(lambda: build_tables(spark, uri, args.size, args, conf))
     print(f"built N={args.size:,} in {build_s:.0f} s", flush=True)
