@@ -377,7 +377,7 @@ class _HostMatcher:
     domain and all its subdomains) patterns in O(number of labels)."""
 
     def __init__(self, patterns):
-        patterns = [p.strip().lower() for p in patterns or () if p.strip()]
+        patterns = [_host_pattern(p.strip()) for p in patterns or () if p.strip()]
         self.exact = frozenset(p for p in patterns if not p.startswith("."))
         self.suffixes = frozenset(p for p in patterns if p.startswith("."))
 
@@ -396,6 +396,15 @@ class _HostMatcher:
             dot = candidate.find(".", 1)
             candidate = candidate[dot:] if dot > 0 else ""
         return False
+
+
+def _host_pattern(pattern: str) -> str:
+    """A host pattern in the form hosts take after normalization (lowercase, punycode), so
+    ``bücher.de`` matches ``xn--bcher-kva.de``; a pattern that is no valid host stays as
+    written (lowercased) and matches nothing."""
+    dot = "." if pattern.startswith(".") else ""
+    host = _normalize_host(pattern[len(dot):])
+    return dot + host if host else pattern.lower()
 
 
 def _compile_any(patterns) -> re.Pattern | None:

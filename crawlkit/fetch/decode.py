@@ -85,21 +85,44 @@ class BodyBuffer:
 
 class _Inflater:
     """zlib decompressobj that can restart as raw deflate: some servers label raw deflate
-    streams ``deflate`` although the RFC says zlib-wrapped."""
+    streams ``deflate`` although the RFC says zlib-wrapped. A gzip body may be several
+    members one after another (RFC 1952, e.g. concatenated log-style output): each is inflated
+    in turn, and bytes after the last member that are not one (padding) are ignored, as
+    browsers and urllib3 do."""
 
-    def __init__(self, wbits: int, may_be_raw: bool):
+    def __init__(self, wbits: int, may_be_raw: bool, members: bool = False):
+        self._wbits = wbits
         self._obj = zlib.decompressobj(wbits)
         self._may_be_raw = may_be_raw
+        self._members = members
+        self._later_member = False   # inflating a member after the first
+        self._trailing = False   # past the last member: the rest of the body is ignored
 
     def decompress(self, data: bytes, max_length: int) -> bytes:
-        return self._obj.decompress(data, max_length)
+        if self._trailing:
+            return b""
+        out = self._inflate(data, max_length)
+        while self._members and self._obj.eof and self._obj.unused_data and len(out) < max_length:
+            rest = self._obj.unused_data
+            self._obj, self._later_member = zlib.decompressobj(self._wbits), True
+            out += self._inflate(rest, max_length - len(out))
+        return out
+
+    def _inflate(self, data: bytes, max_length: int) -> bytes:
+        try:
+            return self._obj.decompress(data, max_length)
+        except zlib.error:
+            if not self._later_member:
+                raise
+            self._trailing = True   # what follows the last whole member is not gzip
+            return b""
 
     @property
     def unconsumed_tail(self) -> bytes:
         return self._obj.unconsumed_tail
 
     def flush(self) -> bytes:
-        return self._obj.flush()
+        return b"" if self._trailing else self._obj.flush()
 
     def raw_fallback(self) -> bool:
         if not self._may_be_raw:
@@ -114,7 +137,7 @@ def _inflater_for(content_encoding: str | None) -> _Inflater | None:
     if encoding in ("", "identity"):
         return None
     if encoding in ("gzip", "x-gzip"):
-        return _Inflater(16 + zlib.MAX_WBITS, may_be_raw=False)
+        return _Inflater(16 + zlib.MAX_WBITS, may_be_raw=False, members=True)
     if encoding == "deflate":
         return _Inflater(zlib.MAX_WBITS, may_be_raw=True)
     raise DecodeError(f"unsupported content-encoding {encoding}")

@@ -13,7 +13,8 @@ import math
 import queue
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, Iterable, Iterator, Mapping
 
 from crawlkit.fetch.guard import AddressGuard
@@ -140,6 +141,7 @@ class _PartitionFetch:
     def _fetch_row(self, hq: HostQueue, row: dict) -> tuple[dict | None, dict[str, Any]]:
         """The row's result (None when re-queued) and how to release the host slot."""
         url = row["url"]
+        release: dict[str, Any] = {}
         if self.settings.respect_robots:
             origin = origin_of(url)
             rules = self.robots.peek(origin)
@@ -151,6 +153,9 @@ class _PartitionFetch:
             if not rules.allowed(url):
                 return make_row(row, hq.host, FetchStatus.ROBOTS_DENIED,
                                 error=ROBOTS_DENIED.error), {"requested": False}
+            # the rules may have come in on another host's redirect hop, before this host's
+            # first visit: its Crawl-delay holds all the same
+            release["delay"] = self._delay_for(rules)
         response, hops, note = self._fetch_page(row)
         result = self._result(row, hq.host, response, hops, note)
         if response.failure is Failure.BLOCKED and not hops:
@@ -158,6 +163,7 @@ class _PartitionFetch:
             return result, {"requested": False}
         cut_by_time_limit = result["error"] == "time limit"
         return result, {
+            **release,
             "requested": True,
             "transport_error": response.failure is Failure.TRANSPORT and not cut_by_time_limit,
             "retry_after": result["retry_after"],
@@ -216,10 +222,13 @@ class _PartitionFetch:
             if settings.respect_robots and not self.robots.get(origin_of(target)).allowed(target):
                 break
             seen.add(target)
-            hops += 1
-            response = self.client.get(target, deadline=deadline,
-                                       max_bytes=settings.max_content,
-                                       accept_types=settings.accept_types)
+            answer = self.client.get(target, deadline=deadline, max_bytes=settings.max_content,
+                                     accept_types=settings.accept_types)
+            if answer.failure is Failure.TRANSPORT:
+                # the target's host failed, not this one: the URL is the redirect it answered,
+                # and the target is fetched (and its failures counted) in its own host's slot
+                return response, hops, f"redirect target failed: {answer.error}"
+            response, hops = answer, hops + 1
         return response, hops, None
 
     def _redirect_target(self, response: Response) -> str | None:
@@ -260,9 +269,21 @@ class _PartitionFetch:
             if redirect_url is None:
                 status, error = FetchStatus.ACCESS_DENIED, "redirect without usable location"
         elif code in RETRY_AFTER_CODES:
-            retry_after = parse_retry_after(response.headers.get("retry-after"), self.now,
+            retry_after = parse_retry_after(response.headers.get("retry-after"),
+                                            _server_time(response),
                                             self.settings.max_retry_after)
         return make_row(row, host, status, http_status=code, content_type=response.content_type,
                         headers=response.headers, content=content,
                         truncated=response.truncated, redirect_url=redirect_url,
                         retry_after=retry_after, error=error, **common)
+
+
+def _server_time(response: Response) -> datetime:
+    """When the server answered, by its own clock (its Date header), else by ours: a
+    Retry-After date is a time on the server's clock, to be waited for from the answer on,
+    not from the round's logical start."""
+    try:
+        sent = parsedate_to_datetime(response.headers.get("date") or "")
+    except (TypeError, ValueError, IndexError):
+        return response.fetched_at
+    return sent.astimezone(timezone.utc).replace(tzinfo=None) if sent.tzinfo else sent

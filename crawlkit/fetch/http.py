@@ -160,9 +160,15 @@ class HttpClient:
         reusable = False
         try:
             response.status = status = raw.status
-            headers = {name.lower(): value for name, value in raw.headers.itermerged()}
+            headers = {name.lower(): _as_utf8(value) for name, value in raw.headers.itermerged()}
+            robots_tags = raw.headers.getlist("x-robots-tag")
+            if len(robots_tags) > 1:   # "googlebot: noarchive" must not swallow the next one
+                headers["x-robots-tag"] = "\n".join(_as_utf8(v) for v in robots_tags)
             response.headers = headers
-            response.content_type = media_type(headers.get("content-type"))
+            # a repeated Content-Type (a framework's and the server's default): the last one
+            # counts, as in browsers; merged, "text/html, text/html" is no media type at all
+            content_types = raw.headers.getlist("content-type")
+            response.content_type = media_type(content_types[-1]) if content_types else None
             header_bytes = sum(len(k) + len(v) + 4 for k, v in headers.items())
             if header_bytes > self.settings.max_header_bytes:
                 _fail(response, Failure.TRANSPORT, "headers too large")
@@ -219,6 +225,18 @@ def _fail(response: Response, failure: Failure, error: str) -> None:
     response.failure = failure
     response.error = error
     response.body = None
+
+
+def _as_utf8(value: str) -> str:
+    """A header value as its sender wrote it. http.client decodes header bytes as latin-1,
+    but servers send UTF-8 (a Location to ``/café``); bytes that are valid UTF-8 are read as
+    UTF-8, as browsers do, and anything else stays latin-1."""
+    if value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
 
 
 def _drain(raw: urllib3.BaseHTTPResponse, headers: Mapping[str, str]) -> bool:

@@ -55,8 +55,8 @@ def media_type(content_type: str | None) -> str | None:
 
 
 def parse_retry_after(value: str | None, now: datetime, cap: float) -> int | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date relative to
-    ``now``, the round's logical time), capped at ``cap``; None when absent or unparsable."""
+    """Seconds to wait from a Retry-After header (delta-seconds, or an HTTP date counted from
+    ``now``: when the server answered), capped at ``cap``; None when absent or unparsable."""
     if not value:
         return None
     value = value.strip()

@@ -12,26 +12,26 @@ import codecs
 import functools
 import re
 
+import webencodings
+
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 
-# Labels that browsers decode as a superset (WHATWG Encoding Standard):
-# "iso-8859-1" pages routinely contain windows-1252 quotes in 0x80-0x9F.
+# Encodings that browsers decode with a superset's decoder (WHATWG Encoding Standard):
+# GBK pages are read as GB18030, Shift_JIS as windows-31J, and so on.
 _SUPERSETS = {
-    "ascii": "cp1252",
-    "latin_1": "cp1252",
-    "iso8859-1": "cp1252",
-    "iso8859-9": "cp1254",
-    "gb2312": "gb18030",
     "gbk": "gb18030",
     "shift_jis": "cp932",
     "euc_kr": "cp949",
     "big5": "big5hkscs",
-    "tis-620": "cp874",
 }
+
+# What the Encoding Standard decodes as U+FFFD only (a label that once let markup through)
+# or with a decoder Python lacks: refused, so the body goes on to the next guess.
+_REFUSED = frozenset({"iso2022_kr", "hz", "x-user-defined"})
 
 # A UTF-16 label inside ASCII-compatible markup is a lie (it was readable).
 _META_OVERRIDES = {"utf-16": "utf-8", "utf-16-le": "utf-8", "utf-16-be": "utf-8"}
@@ -44,19 +44,20 @@ _META_PRESCAN_BYTES = 4096
 
 @functools.lru_cache(maxsize=256)
 def codec_name(label: str | None) -> str | None:
-    """Python codec for a charset label (browser supersets applied), or None.
-
-    Only text encodings count: Python also knows "base64" or "rot13".
-    UTF-7 is refused as browsers do (it smuggles markup past filters).
-    """
+    """Python codec for a charset label, or None: labels are the web's (the Encoding
+    Standard's table, through ``webencodings``: "windows-874", "x-sjis", "latin1" meaning
+    windows-1252), not Python's, so a page cannot ask for "utf-32", "cp037" (EBCDIC),
+    "base64" or UTF-7, which browsers do not know."""
     if not label:
         return None
-    try:
-        name = codecs.lookup(label.strip().strip("\"'")).name
-        b"abcd".decode(name, "ignore")  # LookupError for bytes-to-bytes codecs
-    except (LookupError, ValueError):
+    encoding = webencodings.lookup(label.strip().strip("\"'"))
+    if encoding is None:
         return None
-    if name == "utf-7":
+    try:
+        name = codecs.lookup(encoding.codec_info.name).name
+    except LookupError:
+        return None
+    if name in _REFUSED:
         return None
     return _SUPERSETS.get(name, name)
 

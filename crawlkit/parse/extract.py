@@ -334,18 +334,29 @@ def robots_directives(value: str | None) -> set[str]:
 
 
 def refresh_target(content: str | None) -> str | None:
-    """URL of a meta refresh ``content`` like ``5; url='/next'``, if any."""
-    if not content:
+    """URL of a meta refresh ``content`` like ``5; url='/next'``, if any (the HTML Standard's
+    parse: a time of digits and dots, then ``;``, ``,`` or whitespace, so ``0 url=/next``
+    and ``0 /next`` count too)."""
+    rest = (content or "").lstrip(_SPACES)
+    time = len(rest) - len(rest.lstrip("0123456789."))
+    if time == 0:
         return None
-    cuts = [i for i in (content.find(";"), content.find(",")) if i >= 0]
-    if not cuts:
+    rest = rest[time:]
+    if not rest or rest[0] not in ";," + _SPACES:
         return None
-    rest = content[min(cuts) + 1 :].strip()
+    rest = rest.lstrip(_SPACES)
+    if rest[:1] in (";", ","):
+        rest = rest[1:].lstrip(_SPACES)
     if rest[:3].lower() == "url":
-        after = rest[3:].lstrip()
+        after = rest[3:].lstrip(_SPACES)
         if after.startswith("="):
-            rest = after[1:].strip()
-    return rest.strip("\"'").strip() or None
+            rest = after[1:].lstrip(_SPACES)
+    if rest[:1] in ("'", '"'):
+        rest = rest[1:].split(rest[0], 1)[0]
+    return rest.strip() or None
+
+
+_SPACES = " \t\n\f\r"
 
 
 _START_HANDLERS = {

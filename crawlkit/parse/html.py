@@ -60,7 +60,8 @@ Normalizer = Callable[[str, "str | None"], "str | None"]
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
 _TEXT_TYPES = frozenset({"text/plain"})
 _HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title", b"<a ", b"<p>", b"<div")
-_LINK_CANONICAL = re.compile(r"""<([^>]*)>\s*;[^,]*?\brel\s*=\s*"?[^",]*\bcanonical\b""", re.I)
+_LINK_VALUE = re.compile(r"<([^>]*)>([^<]*)")          # <uri> and its parameters
+_LINK_REL = re.compile(r"""(?:^|;)\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,]+))""", re.I)
 _BINARY_PROBE = 1024
 
 
@@ -137,8 +138,8 @@ def parse_text(
     try:
         result["base"] = (normalizer or urls.normalize)(url, None)
         body = _as_bytes(body)
-        content_type = content_type or _header(_lower_keys(headers), "content-type")
-        text, result["charset"] = decode_body(body, content_type, html=False)
+        text, result["charset"] = decode_body(
+            body, _declared_type(content_type, _lower_keys(headers)), html=False)
         if _looks_binary(text):
             result["error"] = "binary_content"
             result["signature"] = md5_signature(body)
@@ -178,14 +179,15 @@ def _parse_html_into(result, url, body, content_type, headers, walk,
                      max_outlinks, max_text, signature, normalize):
     headers = _lower_keys(headers)
     body = _as_bytes(body)
-    markup, result["charset"] = decode_body(body, content_type or _header(headers, "content-type"))
+    markup, result["charset"] = decode_body(body, _declared_type(content_type, headers))
     if _looks_binary(markup):
         result["error"] = "binary_content"
         result["signature"] = md5_signature(body)
         return
     extractor = PageExtractor()
-    for value in headers.get("x-robots-tag", ()):  # each header scopes its own agent
-        extractor.apply_robots(value)
+    for header in headers.get("x-robots-tag", ()):  # each header scopes its own agent:
+        for value in header.split("\n"):              # the fetcher keeps repeats apart
+            extractor.apply_robots(value)
     try:
         walk(markup, extractor)
     except Exception as exc:  # noqa: BLE001 - keep what the walk collected
@@ -200,7 +202,8 @@ def _parse_html_into(result, url, body, content_type, headers, walk,
         noindex=extractor.noindex,
         nofollow=extractor.nofollow,
         base=base,
-        canonical=_canonical(extractor.canonical_href, _header(headers, "link"), base, normalize),
+        canonical=_canonical(extractor.canonical_href, _header(headers, "link"), base,
+                             normalize(url, None), normalize),
         refresh=normalize(extractor.refresh_href, base) if extractor.refresh_href else None,
         signature=signature_of(signature, text, body),
     )
@@ -254,16 +257,19 @@ def _effective_base(url, base_href, normalize):
     return page
 
 
-def _canonical(html_href, link_header, base, normalize):
-    """``<link rel=canonical>`` first, then the HTTP Link header."""
+def _canonical(html_href, link_header, base, page_url, normalize):
+    """``<link rel=canonical>`` first (resolved against the document's base), then the HTTP
+    Link header (against the page's own URL: ``<base href>`` is the document's, not the
+    response's)."""
     if html_href and base:
         resolved = normalize(html_href, base)
         if resolved:
             return resolved
-    if link_header and base:
-        match = _LINK_CANONICAL.search(link_header)
-        if match:
-            return normalize(match.group(1).strip(), base)
+    if link_header and page_url:
+        for match in _LINK_VALUE.finditer(link_header):
+            rel = _LINK_REL.search(match.group(2))
+            if rel and "canonical" in (rel.group(1) or rel.group(2)).lower().split():
+                return normalize(match.group(1).strip(), page_url)
     return None
 
 
@@ -280,6 +286,16 @@ def _as_bytes(body) -> bytes:
     if isinstance(body, str):
         return body.encode("utf-8")
     return bytes(body)
+
+
+def _declared_type(content_type: str | None, headers: dict[str, list[str]]) -> str | None:
+    """The Content-Type whose charset counts: ``content_type`` when it has one, else the
+    response's header (its last value, as browsers take it): the crawl stores the bare media
+    type and keeps the charset in the header."""
+    if content_type and "charset" in content_type.lower():
+        return content_type
+    values = headers.get("content-type")
+    return values[-1] if values else content_type
 
 
 def _lower_keys(headers: dict | None) -> dict[str, list[str]]:

@@ -77,3 +77,12 @@ def test_broken_and_unknown_encodings_raise():
         collect(BodyBuffer("gzip", 1000, 100.0), b"this is not gzip at all")
     with pytest.raises(DecodeError):
         BodyBuffer("br", 1000, 100.0)
+
+
+def test_every_member_of_a_gzip_body_is_inflated():
+    members = gzip.compress(b"<p>first member</p>") + gzip.compress(b"<p>second member</p>")
+    for padding in (b"", b"\0\0\0\n"):   # some servers pad after the last member
+        buffer = BodyBuffer("gzip", 1 << 20, 100.0)
+        assert collect(buffer, members + padding, chunk=7) == (
+            b"<p>first member</p><p>second member</p>")
+        assert not buffer.truncated

@@ -33,7 +33,7 @@ def test_retry_after_seconds_and_cap():
     assert parse_retry_after("-5", now, 3600) is None
 
 
-def test_retry_after_http_date_is_relative_to_the_round_time():
+def test_retry_after_http_date_counts_from_the_time_given():
     now = datetime(2024, 1, 1, 0, 0, 0)
     assert parse_retry_after("Mon, 01 Jan 2024 00:02:00 GMT", now, 3600) == 120
     assert parse_retry_after("Sun, 31 Dec 2023 23:00:00 GMT", now, 3600) == 0

@@ -216,6 +216,17 @@ def test_canonical_from_link_element_then_header(parse):
     assert parse(page(""))["canonical"] is None
 
 
+def test_a_link_header_canonical_is_the_responses_not_the_documents(parse):
+    # <base href> moves the document's links, not the HTTP header's; and "canonical" is a
+    # rel token of its own, not a prefix of another
+    with_base = parse(page("", head="<base href='http://cdn.example.net/assets/'>"),
+                      headers={"Link": '</canon>; rel="canonical"'})
+    assert with_base["canonical"] == "http://example.com/canon"
+    other_rel = parse(page(""), headers={"Link": '</a>; rel="canonical-foo", '
+                                                 '</b>; rel="alternate canonical"'})
+    assert other_rel["canonical"] == "http://example.com/b"
+
+
 @pytest.mark.parametrize(
     "content,headers,noindex,nofollow",
     [
@@ -253,7 +264,10 @@ def test_meta_refresh(parse):
 @pytest.mark.parametrize(
     "content,target",
     [("0;url=http://a/b", "http://a/b"), ("5 ; URL = 'x.html'", "x.html"),
-     ("3, next.html", "next.html"), ("0;url=a?b=1,2", "a?b=1,2"), ("10", None), ("", None)],
+     ("3, next.html", "next.html"), ("0;url=a?b=1,2", "a?b=1,2"), ("10", None), ("", None),
+     # the HTML Standard also takes whitespace after the time, and nothing without a time
+     ("0 url=/next", "/next"), ("0 /next", "/next"), ("1.5\turl='a b.html' x", "a b.html"),
+     ("url=/next", None), ("0x; url=/next", None)],
 )
 def test_refresh_target(content, target):
     assert refresh_target(content) == target
@@ -314,6 +328,25 @@ def test_wrong_or_unknown_charset_does_not_fail(parse):
     bogus = parse(body, content_type="text/html; charset=x-no-such-charset")
     assert bogus["title"] == "Café"
     assert parse(body, content_type="text/html; charset=base64")["title"] == "Café"
+
+
+@pytest.mark.parametrize("label,text,charset", [
+    ("windows-874", "ภาษาไทย", "cp874"),    # the web's labels, not Python's codec names
+    ("x-sjis", "日本語", "cp932"),
+    ("x-cp1251", "Привет", "cp1251"),
+])
+def test_charset_labels_are_the_webs(parse, label, text, charset):
+    body = f"<meta charset='{label}'><title>{text}</title>".encode(charset)
+    result = parse(body, content_type="text/html")
+    assert (result["title"], result["charset"]) == (text, charset)
+
+
+def test_charsets_browsers_do_not_know_are_refused(parse):
+    # an ASCII page that names UTF-32 or EBCDIC would be garbage read that way
+    for label in ("utf-32", "cp037", "utf-7"):
+        result = parse(f"<meta charset='{label}'><title>Hello</title><a href='/a'>a</a>"
+                       .encode("ascii"), content_type="text/html")
+        assert (result["title"], len(result["outlinks"])) == ("Hello", 1), label
 
 
 def test_non_ascii_urls_are_percent_encoded(parse):

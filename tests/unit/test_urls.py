@@ -257,6 +257,15 @@ def test_filter_hosts_allow():
     assert url_filter.check("http://evilexample.org/") == "host_not_allowed"
 
 
+def test_host_patterns_in_unicode_match_punycode_hosts():
+    # the filter sees normalized URLs, whose hosts are punycode; operators write Unicode
+    deny = UrlFilter({"hosts_deny": ["bücher.de"]})
+    assert deny.check("http://xn--bcher-kva.de/katalog") == "host_denied"
+    allow = UrlFilter({"hosts_allow": [".BÜCHER.de"]})
+    assert allow.check("http://shop.xn--bcher-kva.de/") is None
+    assert allow.check("http://example.de/") == "host_not_allowed"
+
+
 def test_filter_defaults():
     url_filter = UrlFilter({})
     assert url_filter.check("https://anything.net/a/b") is None
