@@ -76,12 +76,14 @@ def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfi
     for segment, (n, at) in locks.items():
         if f"updatedb:{segment}" in tags:    # cannot happen (updatedb clears the locks); be safe
             continue
-        if not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
+        expired = at is not None and at + lock_timeout <= now
+        # an expired segment is only reported, so its folder may be gone (an operator
+        # cleaning up old segments): only a segment to continue needs its fetch list
+        if not expired and not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
             raise SegmentStateError(
                 f"segment {segment} locks {n} URLs in the crawldb but its fetch list "
                 f"{storage.segment_path(crawl_dir, segment, 'fetchlist')} is missing; "
                 f"release them with --abandon-segment {segment}")
-        expired = at is not None and at + lock_timeout <= now
         found.append(Unfinished(segment, "fetch", n, at, expired))
     applied = [i for i, t in enumerate(tags) if t.startswith("updatedb:")]
     if applied:

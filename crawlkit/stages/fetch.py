@@ -257,6 +257,17 @@ def _content_counters(tally: dict) -> dict:
     return {"pages": tally["pages"], "bytes": tally["bytes"] or 0, "by_status": by_status(tally)}
 
 
+NOT_REQUESTED = (FetchStatus.SKIPPED, FetchStatus.ROBOTS_DENIED, FetchStatus.BLOCKED)
+
+
+def requested(task_counters: dict) -> int:
+    """The URLs a fetch asked their servers for: its rows but those answered without a
+    request (skipped by the time limit or a host's pause, denied by robots.txt, refused by the
+    address guard). Crawl-and-stop counts these (``crawl.max_pages``): a round whose URLs were
+    mostly skipped has not crawled them."""
+    return task_counters["rows"] - sum(task_counters["by_status"][s.value] for s in NOT_REQUESTED)
+
+
 def by_status(tally: dict) -> dict[str, int]:
     """Rows per fetch status from the tally (statuses with rows only); rows whose status
     is none of FetchStatus are counted as ``other``, so the statuses add up to the rows."""
@@ -339,7 +350,8 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     # a resumed fetch assembles content/ from two runs' parts: its pages are parsed by the stage
     parse_now = conf["fetcher.parse"] and not resumed
     now_counters = fetch_remaining(spark, fetchlist, conf, now, parts_uri, parse_parts_uri if parse_now else None)
-    counters = {"segment": segment, "fetched_now": now_counters["rows"], "resumed": resumed, "parsed": None}
+    counters = {"segment": segment, "fetched_now": requested(now_counters), "resumed": resumed,
+                "parsed": None}
     if not resumed and _one_run_each(names := _part_names(spark, parts_uri)):
         # the parts hold each URL once, and the tasks counted them: rename, do not assemble
         if parse_now and _part_names(spark, parse_parts_uri) == names:

@@ -55,13 +55,17 @@ def due_candidates(crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
         & (F.col("generated_segment").isNull() | lock_expired))
 
 
-def cap_per_group(df: DataFrame, column: str, cap: int, order: list | None = None) -> DataFrame:
+def cap_per_group(df: DataFrame, column: str, cap: int, order: list | None = None,
+                  taken: str | None = None) -> DataFrame:
     """Keep the ``cap`` best rows of each value of ``column`` (0 = no cap), best by ``order``
-    (default: score, then URL)."""
+    (default: score, then URL); with ``taken``, a column saying how much of the cap each row's
+    group has used already, only what is left of it."""
     if cap <= 0:
         return df
     rank = Window.partitionBy(column).orderBy(*(order or [F.col("score").desc(), F.col("url")]))
-    return df.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") <= cap).drop("_rank")
+    used = F.col(taken) if taken else F.lit(0)
+    return (df.withColumn("_rank", F.row_number().over(rank))
+            .filter(F.col("_rank") + used <= cap).drop("_rank"))
 
 
 def tie_break(conf: Conf) -> list:

@@ -21,7 +21,8 @@ Under ``schedule.kind = change_rate`` a round's fetch list is built in two parts
    Garcia-Molina, *Synchronizing a database to improve freshness*: the freshness-optimal
    policy visits such pages less, not more). The top ``schedule.budget`` (0 =
    ``crawl.topN``) are taken, at most ``generate.max_per_host`` per host (best priority
-   first). Their own ``fetch_time`` is not consulted: the budget decides when a page is
+   first); the rest of topN then fills each host only up to what its refetches left of that
+   cap (and of ``generate.max_per_domain``). Their own ``fetch_time`` is not consulted: the budget decides when a page is
    worth refetching.
 2. **the rest of topN**: every other due candidate of generate's ordinary rule (unfetched
    pages, retries, gone rechecks, ...), best ordering score first.
@@ -139,6 +140,14 @@ def _cap(df: DataFrame, column: str, cap: int) -> DataFrame:
     return df.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") <= cap).drop("_rank")
 
 
+def _with_taken(others: DataFrame, refetch: DataFrame, column: str) -> DataFrame:
+    """``others`` with ``_taken``: how many refetches its host (or domain) already has, so the
+    per-host cap holds for the whole fetch list, not for each of its two parts."""
+    taken = refetch.groupBy(column).agg(F.count(F.lit(1)).alias("_taken"))
+    return (others.join(F.broadcast(taken), on=column, how="left")
+            .withColumn("_taken", F.coalesce(F.col("_taken"), F.lit(0))))
+
+
 def generate_change_rate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> DataFrame:
     """The fetch list under the change-rate budget (see the module docstring)."""
     from crawlkit.stages.generate import cap_per_group, due_candidates, order_key
@@ -157,8 +166,11 @@ def generate_change_rate(crawldb: DataFrame, conf: Conf, now: datetime, segment:
 
     others = due_candidates(crawldb, conf, now).filter(~F.col("status").isin(*REFETCHABLE))
     others = others.join(refetch.select("url"), on="url", how="left_anti")
-    others = cap_per_group(others, "host", conf["generate.max_per_host"])
-    others = cap_per_group(others, "domain", conf["generate.max_per_domain"])
+    for column, cap in (("host", conf["generate.max_per_host"]),
+                        ("domain", conf["generate.max_per_domain"])):
+        if cap > 0:
+            others = cap_per_group(_with_taken(others, refetch, column), column, cap,
+                                   taken="_taken").drop("_taken")
     others = others.orderBy(*order_key(conf))
     if top_n > 0:
         others = others.limit(max(0, top_n - taken))

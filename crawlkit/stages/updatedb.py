@@ -102,8 +102,13 @@ def accepted_urls(df: DataFrame, column: str, conf: Conf) -> DataFrame:
 
 
 def host_expr(column: str) -> Column:
-    """Host of a normalized URL (already lower-case, no userinfo/port quirks to undo)."""
-    return F.lower(F.regexp_extract(F.col(column), r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/]*@)?([^:/?#]+)", 1))
+    """Host of a normalized URL (already lower-case, no userinfo/port quirks to undo), as
+    ``crawlkit.urls.host_of`` gives it: an IPv6 literal without its brackets."""
+    authority = r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/?#]*@)?"
+    url = F.col(column)
+    ipv6 = F.regexp_extract(url, authority + r"\[([0-9a-fA-F:.]+)\]", 1)
+    name = F.regexp_extract(url, authority + r"([^:/?#\[]+)", 1)
+    return F.lower(F.when(ipv6 != "", ipv6).otherwise(name))
 
 
 def with_domain(df: DataFrame) -> DataFrame:

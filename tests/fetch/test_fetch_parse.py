@@ -198,3 +198,13 @@ def test_an_empty_fetch_list_gives_empty_parts(spark, replay, tmp_path, parse):
     assert counters["pages"] == 0 and counters["by_status"] == {}
     assert _part(spark, crawl_dir, "content").count() == 0
     assert run_parse(spark, conf, SEGMENT, counters)["pages"] == 0
+
+
+def test_fetched_now_counts_only_the_urls_requested(spark, replay, tmp_path):
+    # robots.txt of robots.test disallows /secret/ to crawlkit (fetch_helpers.ROBOTS): those URLs are
+    # answered without a request, so crawl-and-stop must not count them as crawled
+    denied = [f"http://robots.test/secret/p{i}" for i in range(3)]
+    crawl_dir = _crawl_dir(spark, tmp_path, "denied", urls=PAGES + denied)
+    counters = run_fetch(spark, _conf(replay, crawl_dir), NOW, SEGMENT)
+    assert counters["by_status"].get("robots_denied") == len(denied), counters
+    assert (counters["pages"], counters["fetched_now"]) == (len(PAGES) + len(denied), len(PAGES))

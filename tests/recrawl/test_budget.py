@@ -123,3 +123,18 @@ def test_a_page_never_seen_changing_fades_from_the_budget_as_the_evidence_grows(
     assert expected_priority(0.5, 0, 2, 5 * D, horizon=D) > expected_priority(0.5, 0, 20, 5 * D, horizon=D) > 0
     rows = generate(db, conf_for(schedule__budget=1, crawl__topN=1, schedule__horizon=D), NOW, "s1").collect()
     assert [r.url for r in rows] == [twice]
+
+
+def test_the_per_host_cap_holds_for_refetches_and_new_urls_together(spark, make_crawldb):
+    pages = [held(f"http://a.test/held{i}", 0.5, 9, 10, 20 * H) for i in range(5)]
+    news = [dict(url=f"http://a.test/new{i}", score=0.9) for i in range(5)]
+    other = [dict(url="http://b.test/new", score=0.1)]
+    rows = generate(make_crawldb(pages + news + other),
+                    conf_for(schedule__budget=1, crawl__topN=10, generate__max_per_host=2),
+                    NOW, "s1").collect()
+    by_host = {}
+    for row in rows:
+        by_host.setdefault(row.host, []).append(row.url)
+    # one refetch (the budget) and one new URL fill a.test's cap of 2; b.test keeps its place
+    assert len(by_host["a.test"]) == 2 and by_host["b.test"] == ["http://b.test/new"]
+    assert sum("/held" in url for url in by_host["a.test"]) == 1

@@ -62,6 +62,17 @@ def test_a_generated_unapplied_segment_is_continued_until_its_lock_expires(spark
     assert len(said) == 1 and segment in said[0] and f"--abandon-segment {segment}" in said[0]
 
 
+def test_an_expired_segment_whose_folder_is_gone_is_only_reported(spark, conf):
+    import shutil
+    segment = run_generate(spark, conf, NOW)["segment"]
+    shutil.rmtree(storage.segment_path(conf["crawl.dir"], segment))
+    with pytest.raises(SegmentStateError, match="fetch list .* is missing"):
+        resumable(spark, conf, NOW, log=lambda _m: None)   # a live lock needs its segment
+    said = []
+    assert resumable(spark, conf, NOW + timedelta(seconds=WEEK), log=said.append) is None
+    assert len(said) == 1 and segment in said[0]
+
+
 def test_abandon_releases_the_locks_and_keeps_the_files(spark, conf, capsys):
     segment = run_generate(spark, conf, NOW)["segment"]
     counters = abandon_segment(spark, conf, segment, NOW)

@@ -125,6 +125,19 @@ def test_each_new_row_gets_the_registrable_domain_of_its_own_host(spark):
                    "u4": ("10.1.2.3", "10.1.2.3"), "u5": ("www.example.com", "example.com")}
 
 
+def test_the_host_column_of_new_urls_is_the_one_inject_gives(spark):
+    # host_expr (Spark, for discovered URLs) and urls.host_of (inject, Python) must agree, or
+    # one host counts as two for the per-host caps and the fetch partitions
+    from crawlkit.stages.updatedb import host_expr
+    from crawlkit.urls import host_of, normalize
+    urls = [normalize(u) for u in (
+        "http://www.example.com/a", "https://user:pw@example.com:8443/x?y", "http://10.1.2.3/",
+        "http://[::1]:8080/", "http://[2001:db8::1]/p", "http://example.com?q=1",
+        "http://xn--bcher-kva.de/#f")]
+    got = spark.createDataFrame([(u,) for u in urls], "url string").select("url", host_expr("url"))
+    assert {r[0]: r[1] for r in got.collect()} == {u: host_of(u) for u in urls}
+
+
 def test_run_updatedb_adds_new_urls_replaces_links_and_is_idempotent(spark, tmp_path):
     crawl_dir = str(tmp_path / "crawl")
     conf = make_conf(crawl__dir=crawl_dir, db__max_outlinks_per_page=2)
