@@ -112,9 +112,18 @@ def _new_row(conf: Conf, now: datetime) -> list[Column]:
     metadata = F.map_concat(metadata, F.when(o("redirect_url").isNotNull(),
                                              F.create_map(F.lit("redirect_to"), o("redirect_url")))
                             .otherwise(no_entry))
+    fetch_time = F.lit(now) + F.make_dt_interval(secs=wait.cast("double"))
+    if conf["schedule.kind"] == "change_rate":
+        # a held page skipped unfetched keeps its copy: under this schedule its fetch_time
+        # says when that copy was taken (refetch.last_fetch_time), and the budget, not
+        # fetch_time, decides when it comes up again
+        from crawlkit.stages.refetch import REFETCHABLE
+        skipped_copy = ((o("fetch_status") == FetchStatus.SKIPPED.value)
+                        & F.col("status").isin(*REFETCHABLE))
+        fetch_time = F.when(skipped_copy, F.col("fetch_time")).otherwise(fetch_time)
     new = {
         "status": F.col("_status"),
-        "fetch_time": F.lit(now) + F.make_dt_interval(secs=wait.cast("double")),
+        "fetch_time": fetch_time,
         "fetched_at": o("fetched_at"),
         "retries": F.col("_retries"),
         "fetch_interval": F.when(schedule == Schedule.NORMAL.value, F.col("_interval"))

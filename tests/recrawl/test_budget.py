@@ -138,3 +138,18 @@ def test_the_per_host_cap_holds_for_refetches_and_new_urls_together(spark, make_
     # one refetch (the budget) and one new URL fill a.test's cap of 2; b.test keeps its place
     assert len(by_host["a.test"]) == 2 and by_host["b.test"] == ["http://b.test/new"]
     assert sum("/held" in url for url in by_host["a.test"]) == 1
+
+
+def test_a_held_page_skipped_unfetched_keeps_the_age_of_its_copy(spark, make_crawldb):
+    from crawlkit.stages.transition import updated_entries
+    from recrawlhelpers import outcome_rows
+    page = held(HOT_FAST, 0.5, 9, 10, 2 * H)
+    skipped = outcome_rows(spark, [dict(url=HOT_FAST, fetch_status="skipped", fetched_at=NOW)])
+    for kind in ("change_rate", "adaptive"):
+        conf = conf_for(schedule__kind=kind)
+        row = updated_entries(make_crawldb([page]), skipped, conf, NOW).first()
+        assert (row.status, row.fetch_interval) == ("fetched", D)
+        if kind == "change_rate":   # fetch_time - interval: the copy is still two hours old
+            assert row.fetch_time == page["fetch_time"]
+        else:                       # fetch_time is the next due time there: retry soon
+            assert row.fetch_time == NOW + timedelta(seconds=conf["db.retry_interval"])
