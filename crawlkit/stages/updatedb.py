@@ -263,6 +263,19 @@ def merge_segment(table, rows: DataFrame, outcome: DataFrame, fresh: DataFrame, 
     return merged["num_inserted_rows"], by_status(statuses)
 
 
+def superseded_urls(rows: DataFrame, content: DataFrame, segment: str) -> DataFrame:
+    """The segment's URLs whose crawldb ``rows`` a later fetch owns: locked by another segment
+    (its lock expired and a later generate took the URL), or applied from a fetch newer than
+    this segment's. Their outcomes and links are older than what the crawl holds, so they are
+    not applied: an expired segment applied late (``crawlkit updatedb --segment``) must not
+    put its old status, signature and links over a newer fetch's, as Nutch's updatedb keeps
+    the newest fetch of a URL."""
+    fetched = content.select("url", F.col("fetched_at").alias("_ours"))
+    other_lock = F.col("generated_segment").isNotNull() & ~locked_by(segment)
+    newer = F.col("generated_segment").isNull() & (F.col("fetched_at") > F.col("_ours"))
+    return rows.join(fetched, on="url").filter(other_lock | newer).select("url")
+
+
 def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:
     """Apply ``segment``: the link append, then the crawldb commit that marks it applied,
     then a compaction of the link table when it is due (``db.links_compact_ratio``).
@@ -281,7 +294,8 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     rows. So the crawldb is read twice, the lock's files and one 8-byte column
     of the rest, and nothing is joined with the rest. Otherwise (a lock expired and taken by
     a later segment, a URL no longer there) the segment URLs' rows are read from the whole
-    crawldb and a MERGE applies the segment (``merge_segment``). The segment's side of every
+    crawldb, the URLs a later fetch owns are left out (``superseded_urls``: neither their
+    rows nor their links are applied) and a MERGE applies the rest (``merge_segment``). The segment's side of every
     join with the crawldb is broadcast up to ``db.broadcast_rows`` rows, so the crawldb is
     scanned rather than shuffled.
     """
@@ -304,6 +318,19 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     sizes = content.agg(F.count(F.lit(1)).alias("urls"), F.count("redirect_url").alias("redirects"),
                         redirected).first()
     bound, segment_urls = conf["db.broadcast_rows"], sizes["urls"]
+    urls = content.select("url")
+    locked = crawldb.filter(locked_by(segment)).localCheckpoint(eager=True)
+    all_locked = locked.join(small(urls, segment_urls, bound), on="url", how="left_semi").count() == segment_urls
+    superseded = 0
+    if all_locked:
+        rows = locked
+    else:
+        rows = _probe(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
+        stale = superseded_urls(rows, content, segment).localCheckpoint(eager=True)
+        if superseded := stale.count():   # a later fetch of theirs came first: not applied
+            content, parsed, rows = (df.join(stale, on="url", how="left_anti")
+                                     for df in (content, parsed, rows))
+            urls = content.select("url")
     links = segment_links(content, parsed, conf, now, redirects=sizes["redirects"] > 0,
                           redirected_pages=sizes["redirected"] > 0)
     link_changes = linkdb.append_segment(spark, link_path, links, refreshed_sources(content), now,
@@ -312,10 +339,6 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     links_count = link_changes["appended"] if "skipped" not in link_changes else links.count()
 
     outcome = outcomes(content, parsed)
-    urls = content.select("url")
-    locked = crawldb.filter(locked_by(segment)).localCheckpoint(eager=True)
-    all_locked = locked.join(small(urls, segment_urls, bound), on="url", how="left_semi").count() == segment_urls
-    rows = locked if all_locked else _probe(crawldb, urls, segment_urls, bound).localCheckpoint(eager=True)
     targets = link_targets(links, rows, urls, segment_urls, bound).localCheckpoint(eager=True)
     fresh = _entries(_unknown(targets, crawldb, links_count, bound), crawldb, conf, now)
     with storage.commit_tag(spark, tag):
@@ -324,7 +347,7 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
         else:
             new_count, counts = merge_segment(table, rows, outcome, fresh, segment_urls, conf, now)
     counters = {"segment": segment, "by_status": counts, "links": links_count, "link_changes": link_changes,
-                "new_urls": new_count,
+                "new_urls": new_count, "superseded": superseded,
                 "version": storage.table_version(spark, db_path)}
     if linkdb.compaction_due(link_changes["since_compaction"], conf["db.links_compact_ratio"]):
         counters["link_compaction"] = linkdb.compact(spark, link_path, f"{linkdb.COMPACT_TAG}:{segment}")

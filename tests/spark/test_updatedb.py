@@ -349,3 +349,37 @@ def test_finding_the_new_link_targets_shuffles_neither_the_crawldb_nor_the_targe
     assert [(r.url, r.depth) for r in unknown.collect()] == [("http://new.test/", 2)]
     # above the bound the joins shuffle (the same answer)
     assert [r.url for r in _unknown(targets, crawldb, rows=2, bound=1).collect()] == ["http://new.test/"]
+
+
+def test_a_segment_applied_late_does_not_overwrite_a_later_fetch(spark, tmp_path):
+    from crawlkit.stages.generate import run_generate
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir, generate__lock_timeout=DAY, generate__partitions=1)
+    table = storage.ensure_table(spark, storage.crawldb_path(crawl_dir), "crawldb")
+    pages = ["http://a.test/", "http://b.test/"]
+    seed = crawldb_rows(spark, [{"url": u, "host": u.split("/")[2], "depth": 0} for u in pages], NOW)
+    table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
+    link = {"url": "http://c.test/", "anchor": "c", "nofollow": False, "meta": {}}
+
+    def fetched(segment, at, signature, outlinks):
+        _write_segment(spark, crawl_dir, segment,
+                       content_rows(spark, [{"url": u, "fetch_status": "success", "fetched_at": at}
+                                            for u in pages], segment),
+                       parse_rows(spark, [{"url": u, "signature": signature, "outlinks": outlinks}
+                                          for u in pages], segment))
+
+    late = run_generate(spark, conf, NOW)["segment"]
+    later = NOW + timedelta(days=2)
+    newer = run_generate(spark, conf, later)["segment"]   # the first lock expired: taken again
+    fetched(newer, later, "new", [link])
+    run_updatedb(spark, conf, later, newer)
+    # the first segment's fetch, two days older, is applied only now
+    fetched(late, NOW + timedelta(hours=1), "old", [])
+    counters = run_updatedb(spark, conf, later + timedelta(hours=1), late)
+    assert (counters["superseded"], counters["by_status"], counters["links"]) == (2, {}, 0)
+    rows = storage.read_table(spark, storage.crawldb_path(crawl_dir), "crawldb").collect()
+    assert {(r.url, r.signature, r.fetched_at) for r in rows if r.url in pages} == {
+        (u, "new", later) for u in pages}
+    # the late pages' (empty) links did not hide the newer fetch's
+    assert {(r.src, r.dst) for r in linkdb.read_current(spark, crawl_dir).collect()} == {
+        (u, "http://c.test/") for u in pages}
