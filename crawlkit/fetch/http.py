@@ -14,7 +14,9 @@ Limits, and why they are enforced here:
 
 * ``page_deadline`` — the body is read with ``read1`` (returns whatever arrived) and the
   socket timeout is lowered to the time left before each read, so a server dripping one
-  byte a second is cut at the deadline, not after ``max_content`` seconds;
+  byte a second is cut at the deadline, not after ``max_content`` seconds; the status line
+  and headers (read inside http.client) and an error page being drained are watched by a
+  :class:`~crawlkit.fetch.watchdog.Watchdog`, which shuts the socket down at the deadline;
 * ``max_content`` and the decompression guard — the raw stream is inflated by
   :class:`~crawlkit.fetch.decode.BodyBuffer` with an output cap;
 * ``max_header_bytes`` — checked once the headers are in (http.client itself refuses single
@@ -47,6 +49,8 @@ from crawlkit.fetch.decode import ACCEPT_ENCODING, BodyBuffer, DecodeError
 from crawlkit.fetch.guard import AddressGuard, BlockedAddress, guarded_connection_class
 from crawlkit.fetch.outcomes import media_type, utcnow
 from crawlkit.fetch.settings import FetchSettings
+from crawlkit.fetch.watchdog import (Watchdog, cut_by_watchdog, deadline_connection_class,
+                                     request_deadline)
 
 CHUNK_BYTES = 64 * 1024
 # Bodies we do not keep (error pages, redirects) are read to the end when at most this long,
@@ -88,6 +92,7 @@ class HttpClient:
             "Accept-Encoding": ACCEPT_ENCODING,
             "Connection": "keep-alive",
         }
+        self._watchdog = Watchdog()
         self._pools = self._make_pools(settings, guard)
 
     def _make_pools(self, settings: FetchSettings, guard: AddressGuard) -> urllib3.PoolManager:
@@ -97,20 +102,26 @@ class HttpClient:
         options = dict(num_pools=max(64, 4 * settings.threads), maxsize=settings.threads,
                        retries=False, cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE",
                        ca_certs=certifi.where() if verify else None)
-        if self._proxied:
-            return urllib3.ProxyManager(settings.proxy, **options)
-        pools = urllib3.PoolManager(**options)
-        if guard.enabled:
-            pools.pool_classes_by_scheme = {
-                "http": type("GuardedHTTPConnectionPool", (HTTPConnectionPool,), {
-                    "ConnectionCls": guarded_connection_class(HTTPConnection, guard)}),
-                "https": type("GuardedHTTPSConnectionPool", (HTTPSConnectionPool,), {
-                    "ConnectionCls": guarded_connection_class(HTTPSConnection, guard)}),
-            }
+        pools = (urllib3.ProxyManager(settings.proxy, **options) if self._proxied
+                 else urllib3.PoolManager(**options))
+        # through a proxy nothing connects to the target itself: the guard judges targets
+        # before asking (_check_target)
+        guarded = guard.enabled and not self._proxied
+
+        def connections(base: type) -> type:
+            return deadline_connection_class(
+                guarded_connection_class(base, guard) if guarded else base, self._watchdog)
+        pools.pool_classes_by_scheme = {
+            "http": type("CrawlHTTPConnectionPool", (HTTPConnectionPool,), {
+                "ConnectionCls": connections(HTTPConnection)}),
+            "https": type("CrawlHTTPSConnectionPool", (HTTPSConnectionPool,), {
+                "ConnectionCls": connections(HTTPSConnection)}),
+        }
         return pools
 
     def close(self) -> None:
         self._pools.clear()
+        self._watchdog.close()
 
     def get(self, url: str, *, deadline: float, max_bytes: int,
             accept_types: frozenset[str] | None = None,
@@ -127,11 +138,12 @@ class HttpClient:
             self._check_target(url)
             if remaining <= 0:
                 raise _Deadline()
-            raw = self._pools.urlopen(
-                "GET", url, headers={**self._headers, **headers} if headers else self._headers,
-                redirect=False, retries=False, preload_content=False, decode_content=False,
-                timeout=urllib3.Timeout(connect=min(self.settings.connect_timeout, remaining),
-                                        read=min(self.settings.read_timeout, remaining)))
+            with request_deadline(deadline):
+                raw = self._pools.urlopen(
+                    "GET", url, headers={**self._headers, **headers} if headers else self._headers,
+                    redirect=False, retries=False, preload_content=False, decode_content=False,
+                    timeout=urllib3.Timeout(connect=min(self.settings.connect_timeout, remaining),
+                                            read=min(self.settings.read_timeout, remaining)))
         except BlockedAddress as exc:
             _fail(response, Failure.BLOCKED, f"blocked address {exc.address}")
         except _Deadline:
@@ -139,7 +151,8 @@ class HttpClient:
         except (LocationValueError, ValueError) as exc:
             _fail(response, Failure.INVALID_URL, f"invalid url: {_first_line(exc)}")
         except (HTTPError, OSError) as exc:
-            _fail(response, Failure.TRANSPORT, describe_error(exc, deadline))
+            _fail(response, Failure.TRANSPORT,
+                  "deadline" if cut_by_watchdog() else describe_error(exc, deadline))
         else:
             self._read(raw, response, deadline, max_bytes, accept_types)
         response.elapsed_ms = int((time.monotonic() - started) * 1000)
@@ -177,7 +190,9 @@ class HttpClient:
                     or response.content_type in accept_types):
                 reusable = self._read_body(raw, response, headers, deadline, max_bytes)
             else:
-                reusable = _drain(raw, headers)
+                with self._watchdog.watch(getattr(raw.connection, "sock", None), deadline) as watch:
+                    reusable = _drain(raw, headers)
+                reusable = reusable and not watch.cut
         finally:
             if not reusable:
                 raw.close()

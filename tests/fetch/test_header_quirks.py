@@ -2,6 +2,7 @@
 headers, UTF-8 bytes in a Location, Retry-After dates, redirect targets that fail, robots.txt
 rules first met on a redirect hop. Straight to local servers (no proxy), pure Python."""
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,9 @@ class Quirks(BaseHTTPRequestHandler):
         if status is None:   # hang up without an answer
             self.close_connection = True
             return
+        if callable(status):  # a tarpit: writes its own answer, slowly
+            status(self)
+            return
         self.send_response_only(status)
         for name, value in headers:
             self.send_header(name, value)
@@ -38,6 +42,27 @@ class Quirks(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def _drip(head: bytes, body: bytes = b"", head_every: float = 0.0, body_every: float = 0.05,
+          at_most: float = 4.0):
+    """A tarpit answer: each byte of ``head``, then of ``body``, after its own pause; for at
+    most ``at_most`` seconds."""
+    def write(handler):
+        handler.close_connection = True
+        stop = time.monotonic() + at_most
+        for part, every in ((head, head_every), (body, body_every)):
+            for byte in part:
+                if time.monotonic() > stop:
+                    return
+                try:
+                    handler.wfile.write(bytes([byte]))
+                    handler.wfile.flush()
+                except OSError:
+                    return
+                if every:
+                    time.sleep(every)
+    return write
 
 
 def _serve(routes):
@@ -73,6 +98,10 @@ def web():
                         ("Retry-After", format_datetime(SERVER_DATE + timedelta(seconds=90),
                                                         usegmt=True))], b""),
         "/to-b": (301, [("Location", f"{b_origin}/landing")], b""),
+        "/drip-headers": (_drip(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"z" * 200, head_every=0.05),
+                          [], b""),
+        "/drip-error": (_drip(b"HTTP/1.1 404 Not Found\r\nContent-Length: 500\r\n\r\n",
+                              b"x" * 500), [], b""),
     } | {f"/dead{i}": (302, [("Location", f"{b_origin}/hang-up")], b"") for i in range(4)})
     yield f"http://127.0.0.1:{a.server_address[1]}", b_origin, a_log, b_log
     for server in (a, b):
@@ -150,3 +179,15 @@ def test_a_crawl_delay_met_on_a_redirect_hop_holds_for_that_origin(web):
     starts = [with_hop[url]["fetched_at"] for url in pages]
     gaps = [(later - earlier).total_seconds() for earlier, later in zip(starts, starts[1:])]
     assert min(gaps) >= 0.2, gaps
+
+
+@pytest.mark.parametrize("path,status", [("/drip-headers", "retry"), ("/drip-error", "not_found")])
+def test_a_server_dripping_headers_or_an_error_page_is_cut_at_the_page_deadline(web, path, status):
+    # every byte comes within read_timeout, so only the page deadline can end the request:
+    # the server would go on for 4 s
+    a, *_ = web
+    row = fetch([a + path], fetcher__page_deadline=1.0, fetcher__read_timeout=0.5,
+                fetcher__respect_robots=False)[a + path]
+    assert row["fetch_status"] == status and row["elapsed_ms"] < 2500, row
+    if status == "retry":
+        assert row["error"] == "deadline"
