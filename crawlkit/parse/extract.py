@@ -50,11 +50,22 @@ def urls_in_script(code: str) -> list[str]:
     return [c for c in _QUOTED.findall(code) if _looks_like_url(c)]
 
 
+# Extensions of files a web server serves, for a bare relative name in a script literal.
+# Any short extension let in property paths and versions ('nav.open', 'v1.2') and host
+# names ('www.example.org'), which resolve to junk relative URLs.
+_WEB_EXTENSIONS = frozenset(
+    """html htm shtml xhtml xml php php3 php4 phtml asp aspx jsp jspx do cfm cgi pl py txt
+    pdf""".split()) | frozenset(s[1:] for s in _STATIC_SUFFIXES)
+
+
 def _looks_like_url(candidate: str) -> bool:
     if candidate.startswith(("http://", "https://", "/", "./", "../")):
         return True
-    head, dot, ext = candidate.partition("?")[0].rpartition(".")
-    return bool(dot and head and 1 <= len(ext) <= 5 and ext.isalnum())
+    path = candidate.partition("?")[0].partition("#")[0]
+    head, dot, ext = path.rpartition(".")
+    if "/" in head.rstrip("/") and dot and "/" not in ext:
+        return ext.isalnum() and len(ext) <= 5     # dir/page.ext: a path
+    return bool(dot and head and "/" not in ext and ext.lower() in _WEB_EXTENSIONS)
 
 
 def is_static_resource(url: str) -> bool:

@@ -154,6 +154,12 @@ def test_onmouseover(parse):
 
 def test_urls_in_script_reads_literals_only():
     assert urls_in_script("location.href='/a.html'; x = \"b.php?x=1\"") == ["/a.html", "b.php?x=1"]
+
+
+def test_urls_in_script_leave_property_paths_versions_and_host_names():
+    code = ("menu('nav.open'); v='v1.2'; go('www.example.org'); x.src='img/over.gif'; "
+            "load('docs/list.cfm?id=3'); f('file.name.HTM'); s='toggle.js'")
+    assert urls_in_script(code) == ["img/over.gif", "docs/list.cfm?id=3", "file.name.HTM", "toggle.js"]
     assert urls_in_script("doSomething(); show('menu')") == []
 
 
