@@ -27,9 +27,12 @@ from crawlkit.stages.generate import locked_by, locked_by_sql
 from crawlkit.stages.transition import FETCHED, outcomes, transition, with_outcomes
 from crawlkit.status import FetchStatus, Status
 
-# Outcomes after which a page's links are known afresh (its old links are replaced).
+# Outcomes after which a page's links are known afresh (its old links are replaced): a
+# parse, a redirect, or a final answer that leaves the page without links (gone, denied by
+# robots.txt or the address guard, no longer HTML). Transient ones (retry, skipped) keep them.
 LINKS_REFRESHED = [FetchStatus.SUCCESS, FetchStatus.NOT_FOUND, FetchStatus.GONE,
-                   FetchStatus.ACCESS_DENIED, FetchStatus.REDIRECT_PERM, FetchStatus.REDIRECT_TEMP]
+                   FetchStatus.ACCESS_DENIED, FetchStatus.REDIRECT_PERM, FetchStatus.REDIRECT_TEMP,
+                   FetchStatus.ROBOTS_DENIED, FetchStatus.BLOCKED, FetchStatus.UNSUPPORTED_TYPE]
 
 
 def redirected_page() -> Column:

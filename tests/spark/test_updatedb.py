@@ -383,3 +383,24 @@ def test_a_segment_applied_late_does_not_overwrite_a_later_fetch(spark, tmp_path
     # the late pages' (empty) links did not hide the newer fetch's
     assert {(r.src, r.dst) for r in linkdb.read_current(spark, crawl_dir).collect()} == {
         (u, "http://c.test/") for u in pages}
+
+
+def test_a_page_denied_blocked_or_no_longer_html_loses_its_old_links(spark, tmp_path):
+    crawl_dir = str(tmp_path / "crawl")
+    conf = make_conf(crawl__dir=crawl_dir)
+    table = storage.ensure_table(spark, storage.crawldb_path(crawl_dir), "crawldb")
+    pages = {"http://a.test/": "robots_denied", "http://b.test/": "blocked",
+             "http://c.test/": "unsupported_type", "http://d.test/": "retry"}
+    seed = crawldb_rows(spark, [{"url": u, "host": u.split("/")[2], "depth": 0} for u in pages], NOW)
+    table.alias("d").merge(seed.alias("s"), "d.url = s.url").whenNotMatchedInsertAll().execute()
+    link = {"url": "http://x.test/", "anchor": "x", "nofollow": False, "meta": {}}
+    _write_segment(spark, crawl_dir, "s1",
+                   content_rows(spark, [{"url": u, "fetch_status": "success"} for u in pages]),
+                   parse_rows(spark, [{"url": u, "signature": "1", "outlinks": [link]} for u in pages]))
+    run_updatedb(spark, conf, NOW, "s1")
+    _write_segment(spark, crawl_dir, "s2",
+                   content_rows(spark, [{"url": u, "fetch_status": st} for u, st in pages.items()], "s2"),
+                   parse_rows(spark, [], "s2"))
+    run_updatedb(spark, conf, NOW + timedelta(days=1), "s2")
+    # only the transient failure keeps what the page linked to
+    assert {r.src for r in linkdb.read_current(spark, crawl_dir).collect()} == {"http://d.test/"}
