@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import re
 from typing import Callable
+from urllib.parse import quote
 
 from crawlkit import urls
 from crawlkit.parse.backends import BACKENDS
@@ -184,6 +185,7 @@ def _parse_html_into(result, url, body, content_type, headers, walk,
         result["error"] = "binary_content"
         result["signature"] = md5_signature(body)
         return
+    normalize = _queries_in(result["charset"], normalize)
     extractor = PageExtractor()
     for header in headers.get("x-robots-tag", ()):  # each header scopes its own agent:
         for value in header.split("\n"):              # the fetcher keeps repeats apart
@@ -286,6 +288,37 @@ def _as_bytes(body) -> bytes:
     if isinstance(body, str):
         return body.encode("utf-8")
     return bytes(body)
+
+
+_UTF_CODECS = frozenset({"utf-8", "utf-16-le", "utf-16-be"})
+
+
+def _queries_in(charset: str, normalize: Normalizer) -> Normalizer:
+    """``normalize`` for a page in ``charset``: as in browsers (the URL Standard), the query
+    of a URL in a legacy-encoded page is percent-encoded in the page's encoding, so ``?q=é``
+    in a latin-1 page is ``?q=%E9``, the URL the site's own forms and scripts produce; the
+    path is always UTF-8. A character the encoding lacks becomes its ``&#N;`` reference,
+    percent-encoded, as browsers send it."""
+    if charset in _UTF_CODECS:
+        return normalize
+
+    def in_page_charset(href, base):
+        if href and not href.isascii():
+            href = _encode_query(href, charset)
+        return normalize(href, base)
+    return in_page_charset
+
+
+def _encode_query(href: str, charset: str) -> str:
+    start = href.find("?")
+    if start < 0:
+        return href
+    end = href.find("#", start)
+    end = len(href) if end < 0 else end
+    query = "".join(ch if ch.isascii() else
+                    quote(ch.encode(charset, "xmlcharrefreplace"), safe="")
+                    for ch in href[start + 1:end])
+    return href[:start + 1] + query + href[end:]
 
 
 def _declared_type(content_type: str | None, headers: dict[str, list[str]]) -> str | None:

@@ -356,9 +356,21 @@ def test_charsets_browsers_do_not_know_are_refused(parse):
 
 
 def test_non_ascii_urls_are_percent_encoded(parse):
+    # the path in UTF-8, the query in the page's encoding (the URL Standard, as browsers do)
     body = "<a href='/stra\u00dfe?q=\u00e9'>x</a>".encode("latin-1")
     (link,) = parse(body, content_type="text/html; charset=latin-1")["outlinks"]
-    assert link["url"] == "http://example.com/stra%C3%9Fe?q=%C3%A9"
+    assert link["url"] == "http://example.com/stra%C3%9Fe?q=%E9"
+    utf8 = parse(body.decode("latin-1").encode("utf-8"), content_type="text/html; charset=utf-8")
+    assert utf8["outlinks"][0]["url"] == "http://example.com/stra%C3%9Fe?q=%C3%A9"
+
+
+def test_a_query_is_encoded_in_the_pages_legacy_charset(parse):
+    gbk = parse("<a href='/s?q=\u4e2d\u6587#\u6587'>x</a>".encode("gbk"),
+                content_type="text/html; charset=gbk")
+    assert gbk["outlinks"][0]["url"] == "http://example.com/s?q=%D6%D0%CE%C4"
+    # a character the page's encoding lacks goes as its character reference, as browsers send it
+    latin = parse(b"<a href='/s?q=&#20013;'>x</a>", content_type="text/html; charset=iso-8859-1")
+    assert latin["outlinks"][0]["url"] == "http://example.com/s?q=%26%2320013%3B"
 
 
 # -- robustness --------------------------------------------------------------
