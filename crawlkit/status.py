@@ -79,6 +79,12 @@ TRANSITIONS: dict[FetchStatus, tuple[Status | None, Schedule, bool]] = {
 # Transient outcomes that count towards db.retry_max (SKIPPED was never tried: it does not).
 COUNTS_AS_FAILURE = {FetchStatus.RETRY}
 
+# Outcomes that answer for the page as it is now, every one but the transient ones: OPIC
+# processes such a page (its cash flows along its current links, all of it to the virtual
+# page when it has none: a 404, a robots.txt denial, a PDF), and, but for NOT_MODIFIED, its
+# links are known afresh (updatedb.LINKS_REFRESHED).
+ANSWERED = tuple(s for s in FetchStatus if s not in (FetchStatus.RETRY, FetchStatus.SKIPPED))
+
 
 def transition(old: Status, outcome: FetchStatus, retries: int, retry_max: int
                ) -> tuple[Status, Schedule, int]:

@@ -25,14 +25,13 @@ from crawlkit.conf import Conf
 from crawlkit.crawldb import new_entries
 from crawlkit.stages.generate import locked_by, locked_by_sql
 from crawlkit.stages.transition import FETCHED, outcomes, transition, with_outcomes
-from crawlkit.status import FetchStatus, Status
+from crawlkit.status import ANSWERED, FetchStatus, Status
 
 # Outcomes after which a page's links are known afresh (its old links are replaced): a
 # parse, a redirect, or a final answer that leaves the page without links (gone, denied by
-# robots.txt or the address guard, no longer HTML). Transient ones (retry, skipped) keep them.
-LINKS_REFRESHED = [FetchStatus.SUCCESS, FetchStatus.NOT_FOUND, FetchStatus.GONE,
-                   FetchStatus.ACCESS_DENIED, FetchStatus.REDIRECT_PERM, FetchStatus.REDIRECT_TEMP,
-                   FetchStatus.ROBOTS_DENIED, FetchStatus.BLOCKED, FetchStatus.UNSUPPORTED_TYPE]
+# robots.txt or the address guard, no longer HTML). Transient ones (retry, skipped) and
+# not_modified (the page, links included, is as it was) keep them.
+LINKS_REFRESHED = [s for s in ANSWERED if s is not FetchStatus.NOT_MODIFIED]
 
 
 def redirected_page() -> Column:

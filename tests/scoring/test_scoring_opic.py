@@ -132,3 +132,19 @@ def test_bootstrap_without_virtual_row(spark, make_crawldb, make_links):
     assert out[A].opic_cash == pytest.approx(1.0)
     assert sum(r.opic_cash for r in out.values()) == pytest.approx(1.0, abs=1e-12)
     assert real_pages(crawldb).count() == 3
+
+
+def test_a_final_answer_processes_the_page_a_transient_failure_does_not(spark, tmp_path):
+    from crawlkit import schemas, storage
+    from crawlkit.scoring.job import processed_pages
+    statuses = ["success", "not_modified", "redirect_perm", "not_found", "gone", "access_denied",
+                "robots_denied", "blocked", "unsupported_type", "retry", "skipped"]
+    rows = [dict(url=f"http://{s}.test/", host=f"{s}.test", fetch_status=s, segment="s1",
+                 fetched_at=NOW, truncated=False) for s in statuses]
+    content = schemas.frame(spark, "content", [{c: r.get(c) for c in schemas.columns("content")}
+                                               for r in rows])
+    storage.write_segment_part(content, str(tmp_path), "s1", "content", "content")
+    got = {r.url for r in processed_pages(spark, str(tmp_path), "s1").collect()}
+    # a 404 or a PDF is a page without links: its cash must reach the virtual page, or it
+    # keeps gathering cash it never passes on; retry and skipped will be fetched again
+    assert got == {f"http://{s}.test/" for s in statuses[:-2]}
