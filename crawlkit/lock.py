@@ -1,8 +1,10 @@
 """The round lock: one writer per crawl directory at a time.
 
 A second round started while one runs is refused with a message naming the holder. The lock
-is a file created atomically (Hadoop FileSystem.createNewFile: atomic on HDFS and local
-disks) holding the owner's host, pid and start time; a lock left by a dead process is broken
+is a file created atomically, with its content, holding the owner's host, pid and start time
+(on a local disk ``O_CREAT | O_EXCL``; elsewhere Hadoop's ``create`` without overwrite, which
+HDFS's NameNode refuses atomically when the file exists: Hadoop's ``createNewFile`` checks
+and then creates, so two rounds starting together could both win on a local disk); a lock left by a dead process is broken
 only when asked (``--break-lock``), since on a cluster we cannot see other machines' pids.
 """
 from __future__ import annotations
@@ -40,17 +42,40 @@ def holder(spark: SparkSession, crawl_dir: str) -> dict | None:
 
 
 def acquire(spark: SparkSession, crawl_dir: str, command: str) -> None:
-    fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
-    fs.mkdirs(path.getParent())
-    if not fs.createNewFile(path):
+    owner = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "command": command,
+                        "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    if not _create_new(spark, lock_path(crawl_dir), owner):
         owner = holder(spark, crawl_dir) or {}
         raise LockedError(
             f"crawl directory {crawl_dir} is locked by {owner.get('command', '?')} "
             f"(host {owner.get('host', '?')}, pid {owner.get('pid', '?')}, since {owner.get('since', '?')}). "
             "Wait for it to finish; if that process is gone, rerun with --break-lock.")
-    storage.write_text(spark, lock_path(crawl_dir), json.dumps({
-        "host": socket.gethostname(), "pid": os.getpid(), "command": command,
-        "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+
+
+def _create_new(spark: SparkSession, where: str, text: str) -> bool:
+    """Create ``where`` holding ``text`` unless it exists, in one step; False if it existed."""
+    from py4j.protocol import Py4JJavaError
+    fs, path = storage.hadoop_fs(spark, where)
+    fs.mkdirs(path.getParent())
+    if fs.getScheme() == "file":
+        try:
+            fd = os.open(path.toUri().getPath(), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        return True
+    try:
+        out = fs.create(path, False)
+    except Py4JJavaError as exc:
+        if "FileAlreadyExistsException" in exc.java_exception.getClass().getName():
+            return False
+        raise
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+    return True
 
 
 def release(spark: SparkSession, crawl_dir: str) -> None:

@@ -47,3 +47,25 @@ def test_cli_round_exits_3_when_locked_and_break_lock_proceeds(spark, tmp_path, 
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["segment"] is None                  # empty crawldb: nothing due, but the round ran
     assert lock.holder(spark, crawl_dir) is None    # and released the lock
+
+
+def test_of_two_rounds_starting_together_exactly_one_gets_the_lock(spark, tmp_path):
+    import threading
+    for trial in range(30):
+        crawl_dir = str(tmp_path / f"crawl{trial}")
+        start, outcomes = threading.Barrier(2), []
+
+        def contender(name):
+            start.wait()
+            try:
+                lock.acquire(spark, crawl_dir, name)
+                outcomes.append("won")
+            except lock.LockedError:
+                outcomes.append("refused")
+        threads = [threading.Thread(target=contender, args=(f"round{i}",)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["refused", "won"], trial
+        assert lock.holder(spark, crawl_dir)["command"] in ("round0", "round1")
