@@ -346,6 +346,18 @@ def read_text(spark: SparkSession, path: str) -> str | None:
         stream.close()
 
 
+def read_bytes(spark: SparkSession, path: str) -> bytes | None:
+    """A small file's bytes through Hadoop's FileSystem (any URI scheme); None if missing."""
+    fs, hpath = hadoop_fs(spark, path)
+    if not fs.exists(hpath):
+        return None
+    stream = fs.open(hpath)
+    try:
+        return bytes(spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
 def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, counters: dict) -> None:
     write_text(spark, join(segment_path(crawl_dir, segment), "_stats", f"{stage}.json"),
                json.dumps(counters, sort_keys=True, default=str))

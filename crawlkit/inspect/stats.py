@@ -98,8 +98,10 @@ def hosts(db: DataFrame, n: int) -> list[dict]:
 
 def score_bin(column: Column, per_decade: int) -> Column:
     """Log bin index of a score (the histograms' ``bin``): floor(log10(score) * per_decade);
-    null for scores <= 0."""
-    return F.when(column > 0, F.floor(F.log10(column) * per_decade))
+    null for scores <= 0, and for infinite or NaN ones (which no stage should write, and whose
+    bin would have no edges)."""
+    finite = (column > 0) & (column < F.lit(float("inf"))) & ~F.isnan(column)
+    return F.when(finite, F.floor(F.log10(column) * per_decade))
 
 
 def bin_edges(index: int | None, per_decade: int) -> dict:

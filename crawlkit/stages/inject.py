@@ -12,6 +12,8 @@ Injecting is idempotent: URLs already in the crawldb keep their state.
 """
 from __future__ import annotations
 
+import codecs
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from crawlkit import storage
-from crawlkit.conf import Conf
+from crawlkit.conf import Conf, ConfError
 from crawlkit.crawldb import new_entries
 from crawlkit.urls import UrlFilter, UrlNormalizer, domain_of, host_of
 
@@ -93,8 +95,8 @@ def _parse_fields(fields: list[str]) -> tuple[float | None, dict[str, str], str 
                 score = float(value)
             except ValueError:
                 return None, {}, f"score {value[:50]!r} is not a number"
-            if score != score or score < 0:
-                return None, {}, f"score {value[:50]!r} must be a non-negative number"
+            if not math.isfinite(score) or score < 0:
+                return None, {}, f"score {value[:50]!r} must be a finite non-negative number"
         else:
             metadata[key] = value
     return score, metadata, None
@@ -117,16 +119,31 @@ def seed_rows(fresh: DataFrame, crawldb: DataFrame, conf: Conf, now: datetime) -
     return seeds
 
 
-def read_seed_file(path: str) -> list[bytes]:
-    with open(path, "rb") as fh:
-        return [line.rstrip(b"\r\n") for line in fh]
+def read_seed_file(spark: SparkSession, path: str) -> list[bytes]:
+    """The seeds file's lines (bytes, line ends and a UTF-8 byte-order mark dropped): a local
+    path, or any URI Hadoop reads (hdfs://, s3a://, file://), as a cluster job is given."""
+    if "://" in path:
+        data = storage.read_bytes(spark, path)
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            data = None
+        except OSError as exc:
+            raise ConfError(f"seeds file {path}: {exc.strerror}") from None
+    if data is None:
+        raise ConfError(f"seeds file {path} not found")
+    if data.startswith(codecs.BOM_UTF8):     # saved by Notepad or Excel as "UTF-8 with BOM"
+        data = data[len(codecs.BOM_UTF8):]
+    return [line.rstrip(b"\r") for line in data.split(b"\n")]
 
 
 def run_inject(spark: SparkSession, seeds_path: str, conf: Conf, now: datetime) -> dict:
     """Inject a seeds file; returns counters (injected, already known, bad lines)."""
-    from crawlkit.scoring import get_scorer
+    from crawlkit.scoring import get_scorer, real_pages
 
-    report = parse_seed_lines(read_seed_file(seeds_path), conf)
+    report = parse_seed_lines(read_seed_file(spark, seeds_path), conf)
     scorer = get_scorer(conf["scoring.scorer"])
     default_score = scorer.initial_score(conf)
     rows = [(s.url, host_of(s.url), domain_of(host_of(s.url)),
@@ -141,14 +158,14 @@ def run_inject(spark: SparkSession, seeds_path: str, conf: Conf, now: datetime) 
     existing = table.toDF().select("url")
     fresh = seeds_df.join(existing, on="url", how="left_anti")
     fresh_rows = seed_rows(fresh, table.toDF(), conf, now)
-    before = table.toDF().count()
+    before = real_pages(table.toDF()).count()   # OPIC's virtual page is no seed
     with storage.commit_tag(spark, f"inject:{now.isoformat()}"):
         # One commit: new seeds are inserted; the only existing row a scorer may hand back is
         # OPIC's virtual page, whose cash the new seeds took.
         (table.alias("db").merge(fresh_rows.alias("s"), "db.url = s.url")
          .whenMatchedUpdate(set={"opic_cash": "s.opic_cash"})
          .whenNotMatchedInsertAll().execute())
-    injected = table.toDF().count() - before
+    injected = real_pages(table.toDF()).count() - before
     return {"seeds": len(report.seeds), "injected": injected,
             "already_known": len(report.seeds) - injected,
             "bad_lines": len(report.errors),

@@ -56,3 +56,12 @@ def test_stats_of_the_latest_version(spark, small_crawl, conf):
 def test_counts_by_status_keeps_its_demo_signature(spark, small_crawl):
     assert counts_by_status(spark, small_crawl) == {"fetched": 2, "gone": 1, "retry": 1, "unfetched": 2}
     assert counts_by_status(spark, small_crawl, version=1) == {"unfetched": 6}
+
+
+def test_a_score_without_a_log_bin_falls_in_the_lowest_not_an_error(spark):
+    from crawlkit.inspect.stats import bin_edges, score_bin
+    scores = [0.0, -1.0, float("inf"), float("nan"), 0.01, 1.0]
+    df = spark.createDataFrame([(s,) for s in scores], "score double")
+    bins = [r[0] for r in df.select(score_bin(df.score, 4)).collect()]
+    assert bins == [None, None, None, None, -8, 0]
+    assert [bin_edges(b, 4)["low"] for b in bins[-2:]] == [0.01, 1.0]

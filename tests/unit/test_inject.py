@@ -31,3 +31,10 @@ def test_good_and_bad_seed_lines():
     assert "not UTF-8" in reasons[8]
     assert "longer than 8192" in reasons[9]
     assert "excluded" in reasons[13]
+
+
+def test_a_score_must_be_finite():
+    report = parse_seed_lines([b"http://a.test/ score=1e400", b"http://b.test/ score=inf",
+                               b"http://c.test/ score=nan", b"http://d.test/ score=1e300"], make_conf())
+    assert [n for n, _ in report.errors] == [1, 2, 3]
+    assert [(s.url, s.score) for s in report.seeds] == [("http://d.test/", 1e300)]
