@@ -206,9 +206,7 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         from crawlkit.stages.updatedb import run_updatedb
         return run_updatedb(spark, conf, now, args.segment or _latest_segment(spark, conf))
     if cmd == "score":
-        from crawlkit.scoring import list_scorers, run_scoring
-        if args.list:
-            return {"scorers": list_scorers()}
+        from crawlkit.scoring import run_scoring
         return run_scoring(spark, conf["crawl.dir"], conf, now, args.segment)
     if cmd == "evict":
         from crawlkit.stages.evict import run_evict
@@ -263,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "score" and args.list:   # no crawl, no Spark, no lock: just the names
+        from crawlkit.scoring import list_scorers
+        print(json.dumps({"scorers": list_scorers()}, sort_keys=True))
+        return 0
     try:
         counters = run(args)
     except ConfError as exc:

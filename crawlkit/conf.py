@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,7 @@ def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
         "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
         "str": lambda v: isinstance(v, str),
         "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "list[regex]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
         "dict[str,str]": lambda v: isinstance(v, dict),
         "dict[str,float]": lambda v: isinstance(v, dict) and all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()),
@@ -90,6 +92,12 @@ def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
         raise ConfError(f"{origin}: {spec.key} must be {want}, got {value!r}")
     if want == "float":
         value = float(value)
+    if want == "list[regex]":
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfError(f"{origin}: {spec.key}: {pattern!r} is not a regex: {exc}") from None
     return value
 
 
@@ -111,6 +119,8 @@ def _parse_text(spec: KeySpec, text: str, origin: str) -> Any:
             text = text.strip()
             if text.startswith("["):
                 return json.loads(text)
+            if want == "list[regex]":   # a comma belongs to the regex (a{1,3}): one pattern
+                return [text] if text else []
             return [part.strip() for part in text.split(",") if part.strip()]
         if want.startswith("dict"):
             return json.loads(text)
@@ -209,6 +219,8 @@ def load_conf(site: str | os.PathLike | None = None,
                 raw = tomllib.load(fh)
         except FileNotFoundError:
             raise ConfError(f"site configuration file not found: {path}") from None
+        except OSError as exc:     # a directory, no permission, ...
+            raise ConfError(f"site configuration file {path}: {exc.strerror}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfError(f"{path}: not valid TOML: {exc}") from None
         conf = conf.with_overrides(_flatten_site(raw, path), origin=str(path))

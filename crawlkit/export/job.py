@@ -59,6 +59,21 @@ def _boosted(spark: SparkSession, conf: Conf, version: int, parses, cached: list
     return pages, boosted, dist
 
 
+def _check_score_key(spark: SparkSession, conf: Conf, db_path: str, version: int) -> None:
+    """``export.score`` must name a metric some page has: a mistyped name would give every
+    page a score of 0, every record the same minimal boost, and the index no ranking."""
+    from pyspark.sql import functions as F
+    key = conf["export.score"]
+    if not key:
+        return
+    metrics = (storage.read_table(spark, db_path, "crawldb", version)
+               .select(F.explode(F.map_keys("scores")).alias("k")).distinct().limit(100))
+    names = sorted(r.k for r in metrics.collect())
+    if names and key not in names:
+        raise ConfError(f"export.score = {key!r}: no page has that score; the crawldb's scores "
+                        f"are {', '.join(names)} (or leave it empty for the ordering score)")
+
+
 def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
                since_version: int | None = None) -> dict:
     """Export the newest crawldb version (only what changed since ``since_version`` when
@@ -74,6 +89,7 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
     version = storage.table_version(spark, db_path)
     if since_version is not None and not 0 <= since_version <= version:
         raise ValueError(f"--since-version must be between 0 and the crawldb version {version}")
+    _check_score_key(spark, conf, db_path, version)
     out = out or default_out(crawl_dir, fmt, version, since_version)
     _clear(spark, out)
 

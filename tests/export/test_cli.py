@@ -21,3 +21,10 @@ def test_export_refuses_a_bad_version_and_a_foreign_directory(shared_crawl, tmp_
         cli_export(shared_crawl.dir, "--out", str(foreign))
     assert (foreign / "notes.txt").read_text() == "keep me"
     assert cli_export(shared_crawl.dir, "--format", "xml") == 2
+
+
+def test_a_score_no_page_has_is_a_configuration_error(shared_crawl, capsys):
+    # a typo would give every page the same minimal boost, and the index no ranking
+    assert cli_export(shared_crawl.dir, "--conf", "export.score=pagernk") == 2
+    error = capsys.readouterr().err
+    assert "export.score = 'pagernk'" in error and "opic, pagerank" in error

@@ -68,6 +68,20 @@ def test_command_line_values_are_parsed_to_the_declared_type():
     assert conf["scoring.combine"] == {"pagerank": 1.0}
 
 
+def test_a_regex_list_from_the_command_line_keeps_its_commas():
+    # urls.exclude=a{1,3}b split at its comma would be two valid regexes, silently wrong
+    assert load_conf(overrides={"urls.exclude": "a{1,3}b"})["urls.exclude"] == ["a{1,3}b"]
+    both = load_conf(overrides={"urls.include": '["x{2,}", "/y/"]'})["urls.include"]
+    assert both == ["x{2,}", "/y/"]
+    with pytest.raises(ConfError, match=r"urls.include: 'a\(b' is not a regex"):
+        load_conf(overrides={"urls.include": "a(b"})
+
+
+def test_a_site_path_that_is_no_file_is_a_configuration_error(tmp_path):
+    with pytest.raises(ConfError, match="Is a directory"):
+        load_conf(site=tmp_path)
+
+
 def test_make_conf_and_sections():
     conf = make_conf(fetcher__threads=3)
     assert conf.section("fetcher")["threads"] == 3
@@ -97,3 +111,14 @@ def test_spark_settings_follow_the_spark_keys_and_extra_wins():
     override = load_conf(overrides=parse_assignments(
         ['spark.extra={"spark.databricks.delta.snapshotPartitions": "9"}']))
     assert session_settings(override)["spark.databricks.delta.snapshotPartitions"] == "9"
+
+
+def test_score_list_needs_no_crawl_no_spark_and_no_lock(tmp_path, capsys, monkeypatch):
+    import json
+
+    from crawlkit import cli
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "run", lambda _args: pytest.fail("score --list started a stage"))
+    assert cli.main(["score", "--list", "--crawl-dir", str(tmp_path / "busy")]) == 0
+    assert "pagerank" in json.loads(capsys.readouterr().out)["scorers"]
+    assert list(tmp_path.iterdir()) == []    # no crawl directory, no checkpoints made
