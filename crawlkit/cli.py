@@ -162,7 +162,7 @@ def run(args) -> dict:
     if args.command == "evaluate":  # runs on the driver; Spark only for the Delta crawldb
         from crawlkit.evaluate.cli import run_evaluate
         return run_evaluate(args, conf)
-    spark = get_spark(conf)
+    spark = get_spark(conf, checkpoints=args.command not in INSPECTION)
     now = args.now or utc_now()
     say = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     cmd = args.command

@@ -78,8 +78,11 @@ def session_settings(conf: Conf) -> dict[str, str]:
     return settings
 
 
-def get_spark(conf: Conf, master: str | None = None) -> SparkSession:
-    """Return the active session or build one from conf (master: argument > conf)."""
+def get_spark(conf: Conf, master: str | None = None, *, checkpoints: bool = True) -> SparkSession:
+    """Return the active session or build one from conf (master: argument > conf).
+    ``checkpoints``: set the checkpoint directory (``spark.checkpoint_dir``, default
+    ``<crawl>/_checkpoints``), which Spark creates at once; a read-only command passes False
+    so that looking at a crawl (or at a mistyped path) leaves nothing behind."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(conf["spark.app_name"])
@@ -92,8 +95,9 @@ def get_spark(conf: Conf, master: str | None = None) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf["spark.log_level"])
     quiet_known_warnings(spark, conf["spark.log_level"])
-    checkpoint = conf["spark.checkpoint_dir"] or conf["crawl.dir"].rstrip("/") + "/_checkpoints"
-    spark.sparkContext.setCheckpointDir(checkpoint)
+    if checkpoints:
+        checkpoint = conf["spark.checkpoint_dir"] or conf["crawl.dir"].rstrip("/") + "/_checkpoints"
+        spark.sparkContext.setCheckpointDir(checkpoint)
     return spark
 
 

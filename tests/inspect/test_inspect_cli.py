@@ -73,3 +73,10 @@ def test_dump_normalizes_the_url_and_lists_links(run, spark, small_crawl):
 def test_a_bad_version_is_an_error_message(spark, small_crawl, capsys):
     with pytest.raises(SystemExit, match="crawlkit stats: crawldb version 7 does not exist"):
         main(["stats", "--crawl-dir", small_crawl, "--version", "7", "--quiet", *session_conf(spark)])
+
+
+def test_looking_at_a_mistyped_crawl_directory_leaves_nothing_behind(spark, tmp_path, capsys):
+    typo = tmp_path / "typo"
+    with pytest.raises(SystemExit, match="no crawldb"):
+        main(["stats", "--crawl-dir", str(typo), "--quiet", "--conf", "spark.shuffle_partitions=2"])
+    assert not typo.exists()   # no _checkpoints/<uuid> made for a read-only command
