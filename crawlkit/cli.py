@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from crawlkit.conf import ConfError, load_conf, parse_assignments
@@ -245,6 +248,25 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     raise SystemExit(f"crawlkit {cmd}: not available yet (issue: {NOT_YET.get(cmd, cmd)})")
 
 
+@contextmanager
+def _terminate_as_exit():
+    """SIGTERM (cron's timeout, systemd stopping a unit, a cluster scheduler) ends the command
+    as an exit, so its ``finally`` blocks run: the round lock is released rather than left for
+    every later round to be refused until --break-lock. What the stage committed stands; what
+    it had not is left as a crash leaves it (the next round resumes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_on_term(_signum, _frame):
+        raise SystemExit(128 + signal.SIGTERM)
+    previous = signal.signal(signal.SIGTERM, exit_on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "replay":
@@ -266,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"scorers": list_scorers()}, sort_keys=True))
         return 0
     try:
-        counters = run(args)
+        with _terminate_as_exit():
+            counters = run(args)
     except ConfError as exc:
         print(f"crawlkit: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -69,3 +69,21 @@ def test_of_two_rounds_starting_together_exactly_one_gets_the_lock(spark, tmp_pa
             thread.join()
         assert sorted(outcomes) == ["refused", "won"], trial
         assert lock.holder(spark, crawl_dir)["command"] in ("round0", "round1")
+
+
+def test_a_round_terminated_by_sigterm_releases_its_lock(spark, tmp_path, monkeypatch):
+    import os
+    import signal
+    crawl_dir = str(tmp_path / "crawl")
+
+    def terminated(*_args):   # cron's timeout stops the round in the middle of a stage
+        assert lock.holder(spark, crawl_dir)["command"] == "generate"
+        os.kill(os.getpid(), signal.SIGTERM)
+        pytest.fail("SIGTERM did not end the command")
+    monkeypatch.setattr(cli, "_dispatch", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["generate", "--crawl-dir", crawl_dir, "--now", NOW.isoformat(), "--quiet"])
+    assert ended.value.code == 128 + signal.SIGTERM
+    assert lock.holder(spark, crawl_dir) is None           # the next round is not refused
+    assert signal.getsignal(signal.SIGTERM) is before
