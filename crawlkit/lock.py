@@ -4,8 +4,9 @@ A second round started while one runs is refused with a message naming the holde
 is a file created atomically, with its content, holding the owner's host, pid and start time
 (on a local disk ``O_CREAT | O_EXCL``; elsewhere Hadoop's ``create`` without overwrite, which
 HDFS's NameNode refuses atomically when the file exists: Hadoop's ``createNewFile`` checks
-and then creates, so two rounds starting together could both win on a local disk); a lock left by a dead process is broken
-only when asked (``--break-lock``), since on a cluster we cannot see other machines' pids.
+and then creates, so two rounds starting together could both win on a local disk); a lock
+left by a dead process is broken only when asked (``--break-lock``), since on a cluster we
+cannot see other machines' pids.
 """
 from __future__ import annotations
 

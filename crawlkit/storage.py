@@ -336,14 +336,8 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
 def read_text(spark: SparkSession, path: str) -> str | None:
     """A small text file through Hadoop's FileSystem (a Spark read would skip hidden files
     such as the round lock)."""
-    fs, hpath = hadoop_fs(spark, path)
-    if not fs.exists(hpath):
-        return None
-    stream = fs.open(hpath)
-    try:
-        return spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
+    data = read_bytes(spark, path)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def read_bytes(spark: SparkSession, path: str) -> bytes | None:

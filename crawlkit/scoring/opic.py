@@ -15,8 +15,8 @@ stays 1: cash only moves, it is never created. That is what Nutch's partial OPIC
   equally among its distinct out-links to known pages (all of it to the virtual page from a
   page without any); its history records C; its cash drops to 0; ``last_processed = now``.
   A final answer without a page (404, gone, denied, non-HTML) processes it as a page without
-  links; only pages whose fetch failed for now (retry, skipped) keep their cash. All processed pages send the
-  cash they held at the start of the round (one synchronous step).
+  links; only pages whose fetch failed for now (retry, skipped) keep their cash. All
+  processed pages send the cash they held at the start of the round (one synchronous step).
 * then the **virtual page** is processed: its cash (what it held plus what it just
   received) flows uniformly to all known pages, as its links to every page say, and its
   history records it. This is OPIC's teleport: with share s it behaves as PageRank with

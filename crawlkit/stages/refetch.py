@@ -22,8 +22,8 @@ Under ``schedule.kind = change_rate`` a round's fetch list is built in two parts
    policy visits such pages less, not more). The top ``schedule.budget`` (0 =
    ``crawl.topN``) are taken, at most ``generate.max_per_host`` per host (best priority
    first); the rest of topN then fills each host only up to what its refetches left of that
-   cap (and of ``generate.max_per_domain``). Their own ``fetch_time`` is not consulted: the budget decides when a page is
-   worth refetching.
+   cap (and of ``generate.max_per_domain``). Their own ``fetch_time`` is not consulted: the
+   budget decides when a page is worth refetching.
 2. **the rest of topN**: every other due candidate of generate's ordinary rule (unfetched
    pages, retries, gone rechecks, ...), best ordering score first.
 

@@ -297,9 +297,9 @@ def run_updatedb(spark: SparkSession, conf: Conf, now: datetime, segment: str) -
     of the rest, and nothing is joined with the rest. Otherwise (a lock expired and taken by
     a later segment, a URL no longer there) the segment URLs' rows are read from the whole
     crawldb, the URLs a later fetch owns are left out (``superseded_urls``: neither their
-    rows nor their links are applied) and a MERGE applies the rest (``merge_segment``). The segment's side of every
-    join with the crawldb is broadcast up to ``db.broadcast_rows`` rows, so the crawldb is
-    scanned rather than shuffled.
+    rows nor their links are applied) and a MERGE applies the rest (``merge_segment``). The
+    segment's side of every join with the crawldb is broadcast up to ``db.broadcast_rows``
+    rows, so the crawldb is scanned rather than shuffled.
     """
     crawl_dir = conf["crawl.dir"]
     db_path, link_path = storage.crawldb_path(crawl_dir), storage.linkdb_path(crawl_dir)
