@@ -67,15 +67,11 @@ def _create_new(spark: SparkSession, where: str, text: str) -> bool:
             out.write(text)
         return True
     try:
-        out = fs.create(path, False)
+        storage.write_text(spark, where, text, overwrite=False)
     except Py4JJavaError as exc:
         if "FileAlreadyExistsException" in exc.java_exception.getClass().getName():
             return False
         raise
-    try:
-        out.write(bytearray(text.encode("utf-8")))
-    finally:
-        out.close()
     return True
 
 

@@ -323,10 +323,11 @@ def list_segments(spark: SparkSession, crawl_dir: str) -> list[str]:
     return sorted(s.getPath().getName() for s in fs.listStatus(hpath) if s.isDirectory())
 
 
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    """Write a small text file through Hadoop's FileSystem (works for any URI scheme)."""
+def write_text(spark: SparkSession, path: str, text: str, *, overwrite: bool = True) -> None:
+    """Write a small text file through Hadoop's FileSystem (works for any URI scheme); with
+    ``overwrite`` False, an existing file makes ``create`` raise FileAlreadyExistsException."""
     fs, hpath = hadoop_fs(spark, path)
-    out = fs.create(hpath, True)
+    out = fs.create(hpath, overwrite)
     try:
         out.write(bytearray(text.encode("utf-8")))
     finally:

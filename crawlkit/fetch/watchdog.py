@@ -21,13 +21,10 @@ from typing import Iterator
 
 class Watch:
     """One watched phase of a request: ``cut`` once the watchdog shut its socket down."""
-    __slots__ = ("deadline", "sock", "active", "cut")
+    __slots__ = ("sock", "active", "cut")
 
-    def __init__(self, deadline: float, sock: socket.socket | None):
-        self.deadline, self.sock, self.active, self.cut = deadline, sock, True, False
-
-    def __lt__(self, other: "Watch") -> bool:
-        return self.deadline < other.deadline
+    def __init__(self, sock: socket.socket | None):
+        self.sock, self.active, self.cut = sock, True, False
 
 
 class Watchdog:
@@ -43,7 +40,7 @@ class Watchdog:
     @contextmanager
     def watch(self, sock: socket.socket | None, deadline: float) -> Iterator[Watch]:
         """Shut ``sock`` down if the block is still running at ``deadline`` (monotonic)."""
-        entry = Watch(deadline, sock)
+        entry = Watch(sock)
         if sock is None or deadline == float("inf"):
             yield entry
             return

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from crawlkit import schemas
@@ -133,13 +133,6 @@ def refetch_candidates(crawldb: DataFrame, conf: Conf, now: datetime, horizon: f
         .withColumn("priority", refetch_priority(conf, now, horizon)))
 
 
-def _cap(df: DataFrame, column: str, cap: int) -> DataFrame:
-    if cap <= 0:
-        return df
-    rank = Window.partitionBy(column).orderBy(F.col("priority").desc(), F.col("url"))
-    return df.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") <= cap).drop("_rank")
-
-
 def _with_taken(others: DataFrame, refetch: DataFrame, column: str) -> DataFrame:
     """``others`` with ``_taken``: how many refetches its host (or domain) already has, so the
     per-host cap holds for the whole fetch list, not for each of its two parts."""
@@ -157,8 +150,11 @@ def generate_change_rate(crawldb: DataFrame, conf: Conf, now: datetime, segment:
     if top_n > 0 and budget > 0:
         budget = min(budget, top_n)
     refetch = refetch_candidates(crawldb, conf, now, revisit_horizon(crawldb, conf, now, budget))
-    refetch = _cap(_cap(refetch, "host", conf["generate.max_per_host"]), "domain", conf["generate.max_per_domain"])
-    refetch = refetch.orderBy(F.col("priority").desc(), F.col("url"))
+    caps = (("host", conf["generate.max_per_host"]), ("domain", conf["generate.max_per_domain"]))
+    best = [F.col("priority").desc(), F.col("url")]
+    for column, cap in caps:
+        refetch = cap_per_group(refetch, column, cap, order=best)
+    refetch = refetch.orderBy(*best)
     if budget > 0:
         refetch = refetch.limit(budget)
     refetch = refetch.drop("priority").localCheckpoint(eager=True)
@@ -166,8 +162,7 @@ def generate_change_rate(crawldb: DataFrame, conf: Conf, now: datetime, segment:
 
     others = due_candidates(crawldb, conf, now).filter(~F.col("status").isin(*REFETCHABLE))
     others = others.join(refetch.select("url"), on="url", how="left_anti")
-    for column, cap in (("host", conf["generate.max_per_host"]),
-                        ("domain", conf["generate.max_per_domain"])):
+    for column, cap in caps:
         if cap > 0:
             others = cap_per_group(_with_taken(others, refetch, column), column, cap,
                                    taken="_taken").drop("_taken")
