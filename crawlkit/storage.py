@@ -27,7 +27,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import schemas
+from crawlkit import schemas, segment_names
 
 CRAWLDB = "crawldb"
 LINKDB = "linkdb"
@@ -320,7 +320,8 @@ def list_segments(spark: SparkSession, crawl_dir: str) -> list[str]:
     fs, hpath = hadoop_fs(spark, join(crawl_dir, "segments"))
     if not fs.exists(hpath):
         return []
-    return sorted(s.getPath().getName() for s in fs.listStatus(hpath) if s.isDirectory())
+    return sorted((s.getPath().getName() for s in fs.listStatus(hpath) if s.isDirectory()),
+                  key=segment_names.order_key)
 
 
 def write_text(spark: SparkSession, path: str, text: str, *, overwrite: bool = True) -> None:

@@ -3,7 +3,7 @@
     python scripts/crash_round.py --crawl-dir DIR --proxy URL --now ISO [--seeds FILE] [--resume]
 
 Runs, under the crawl directory's lock, inject (with --seeds), then the stages of the round
-of segment ``segment_name(now)``: generate -> fetch -> parse -> updatedb -> score, through the
+of segment ``segment_names.base_name(now)``: generate -> fetch -> parse -> updatedb -> score, through the
 library (as ``crawlkit round`` does). Before each stage it prints ``STAGE <name>`` on stderr
 (flushed), so a test can kill the process group at a chosen stage.
 
@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     from crawlkit.scoring import run_scoring
     from crawlkit.spark import get_spark
     from crawlkit.stages.fetch import run_fetch
-    from crawlkit.stages.generate import run_generate, segment_name
+    from crawlkit.segment_names import base_name as segment_name
+    from crawlkit.stages.generate import run_generate
     from crawlkit.stages.inject import run_inject
     from crawlkit.stages.parse import run_parse
     from crawlkit.stages.updatedb import run_updatedb

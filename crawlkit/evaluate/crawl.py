@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from crawlkit.segment_names import order_key
 from crawlkit.status import FetchStatus, Status
 
 CRAWLED = (FetchStatus.SUCCESS.value, FetchStatus.NOT_MODIFIED.value)
@@ -40,7 +41,7 @@ def read_segments(crawl_dir: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]
     whose content is missing or incomplete."""
     fs, root = _filesystem(str(crawl_dir))
     listing = fs.get_file_info(pafs.FileSelector(f"{root}/segments", allow_not_found=True))
-    segments = sorted(i.base_name for i in listing if i.type == pafs.FileType.Directory)
+    segments = sorted((i.base_name for i in listing if i.type == pafs.FileType.Directory), key=order_key)
     content, fetchlists, incomplete = [], [], []
     for segment in segments:
         part = f"{root}/segments/{segment}"
@@ -68,7 +69,8 @@ def crawl_order(content: pd.DataFrame, fetchlists: pd.DataFrame) -> pd.DataFrame
     ordering score the page had in its segment's fetch list (NaN when it is not there) —
     the crawler's estimate of its importance when it was fetched."""
     crawled = content[content["fetch_status"].isin(CRAWLED)]
-    crawled = crawled.sort_values(["segment", "fetched_at", "url"], kind="stable")
+    crawled = crawled.sort_values(["segment", "fetched_at", "url"], kind="stable",
+                                  key=lambda c: c.map(order_key) if c.name == "segment" else c)
     first = crawled.drop_duplicates("url", keep="first")[["url", "segment", "fetched_at"]]
     scores = fetchlists.rename(columns={"score": "estimate"})[["segment", "url", "estimate"]]
     return first.merge(scores, on=["segment", "url"], how="left", validate="one_to_one"

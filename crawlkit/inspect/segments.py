@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from crawlkit import schemas, storage
+from crawlkit.segment_names import order_key
 from crawlkit.status import FetchStatus
 
 # Fetch outcomes that are not errors: the page (or its redirect or 304) came back as asked.
@@ -30,7 +31,7 @@ def stage_stats(spark: SparkSession, crawl_dir: str) -> dict[str, dict[str, dict
     for path, text in sorted((r["path"], r["value"]) for r in files.collect()):
         segment, _, name = path.split("/")[-3:]
         out.setdefault(segment, {})[name.removesuffix(".json")] = json.loads(text)
-    return out
+    return {segment: out[segment] for segment in sorted(out, key=order_key)}
 
 
 def glob(spark: SparkSession, pattern: str) -> list[str]:

@@ -28,7 +28,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import linkdb, schemas, storage
+from crawlkit import linkdb, schemas, segment_names, storage
 from crawlkit.conf import Conf
 from crawlkit.scoring.base import VIRTUAL_URL, Scorer, ScoringContext, combine, get_scorer
 from crawlkit.scoring.focus.query import load_query
@@ -47,7 +47,8 @@ def processed_pages(spark: SparkSession, crawl_dir: str, segment: str) -> DataFr
 
 def crawled_texts(spark: SparkSession, crawl_dir: str, upto: str | None) -> DataFrame:
     """(url, title, text) of every page parsed so far, the latest parse of each (idf input)."""
-    segments = [s for s in storage.list_segments(spark, crawl_dir) if upto is None or s <= upto]
+    segments = [s for s in storage.list_segments(spark, crawl_dir)
+                if upto is None or segment_names.order_key(s) <= segment_names.order_key(upto)]
     frames = [storage.read_segment_part(spark, crawl_dir, s, "parse", "parse")
               for s in segments if storage.segment_part_exists(spark, crawl_dir, s, "parse")]
     if not frames:
@@ -56,7 +57,8 @@ def crawled_texts(spark: SparkSession, crawl_dir: str, upto: str | None) -> Data
     for frame in frames[1:]:
         parsed = parsed.unionByName(frame)
     latest = (parsed.filter(F.col("parse_status") == "success")
-              .groupBy("url").agg(F.max_by(F.struct("title", "text"), F.col("segment")).alias("p")))
+              .groupBy("url").agg(F.max_by(F.struct("title", "text"),
+                                           segment_names.order_column(F.col("segment"))).alias("p")))
     return latest.select("url", F.col("p.title").alias("title"), F.col("p.text").alias("text"))
 
 

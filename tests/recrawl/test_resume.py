@@ -37,7 +37,7 @@ from crawlkit.conf import make_conf
 from crawlkit.crawl import run_round
 from crawlkit.replay.testing import replay_factory  # noqa: F401  (fixture)
 from crawlkit.stages.fetch import PARTS
-from crawlkit.stages.generate import segment_name
+from crawlkit.segment_names import base_name as segment_name
 from crawlkit.stages.inject import run_inject
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]

@@ -13,7 +13,8 @@ from crawlkit.conf import make_conf
 from crawlkit.crawl import new_segment_name, run_round
 from crawlkit.resume import SegmentStateError, abandon_segment, find_unfinished, resumable
 from crawlkit.stages.fetch import run_fetch
-from crawlkit.stages.generate import run_generate, segment_name
+from crawlkit.segment_names import base_name as segment_name
+from crawlkit.stages.generate import run_generate
 from crawlkit.stages.updatedb import run_updatedb
 
 from recrawlhelpers import NOW, crawldb_dicts, host_of, to_crawldb
@@ -87,7 +88,7 @@ def test_abandon_releases_the_locks_and_keeps_the_files(spark, conf, capsys):
     # abandoning again changes nothing; the URLs go to a new segment, not into the old directory
     assert abandon_segment(spark, conf, segment, NOW)["released"] == 0
     assert storage.commit_tags(spark, storage.crawldb_path(conf["crawl.dir"])) == tags
-    fresh = f"{segment_name(NOW)}-1"
+    fresh = f"{segment_name(NOW)}-000001"
     assert new_segment_name(spark, conf, NOW) == fresh
     assert cli.main(["generate", "--crawl-dir", conf["crawl.dir"], "--now", NOW.isoformat(), "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
