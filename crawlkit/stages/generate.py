@@ -17,7 +17,7 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import schemas, segment_names, storage
 from crawlkit.conf import Conf
 from crawlkit.stages.capped_top import capped_top, cut_points
 from crawlkit.stages.hot_queue import QUEUE, with_queue
@@ -28,20 +28,10 @@ NEVER_GENERATED = (Status.DUPLICATE.value, Status.EVICTED.value)
 VIRTUAL_PREFIX = "crawlkit:"  # reserved pseudo-URLs (e.g. OPIC's virtual page) are never fetched
 
 
-def segment_name(now: datetime) -> str:
-    return now.strftime("%Y%m%d%H%M%S")
-
-
 def new_segment_name(spark: SparkSession, conf: Conf, now: datetime) -> str:
-    """segment_name(now), suffixed when that directory exists (a round at the same logical
-    time, or an abandoned segment): a new fetch list must not meet an old segment's
-    spilled results, which fetch would take for its own."""
-    base = name = segment_name(now)
-    k = 0
-    while storage.path_exists(spark, storage.segment_path(conf["crawl.dir"], name)):
-        k += 1
-        name = f"{base}-{k}"
-    return name
+    """The round's logical time, suffixed past the segments already made at that time
+    (crawlkit.segment_names)."""
+    return segment_names.next_name(now, storage.list_segments(spark, conf["crawl.dir"]))
 
 
 def due_candidates(crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
@@ -55,17 +45,14 @@ def due_candidates(crawldb: DataFrame, conf: Conf, now: datetime) -> DataFrame:
         & (F.col("generated_segment").isNull() | lock_expired))
 
 
-def cap_per_group(df: DataFrame, column: str, cap: int, order: list | None = None,
-                  taken: str | None = None) -> DataFrame:
+def cap_per_group(df: DataFrame, column: str, cap: int, order: list | None = None) -> DataFrame:
     """Keep the ``cap`` best rows of each value of ``column`` (0 = no cap), best by ``order``
-    (default: score, then URL); with ``taken``, a column saying how much of the cap each row's
-    group has used already, only what is left of it."""
+    (default: score, then URL)."""
     if cap <= 0:
         return df
     rank = Window.partitionBy(column).orderBy(*(order or [F.col("score").desc(), F.col("url")]))
-    used = F.col(taken) if taken else F.lit(0)
     return (df.withColumn("_rank", F.row_number().over(rank))
-            .filter(F.col("_rank") + used <= cap).drop("_rank"))
+            .filter(F.col("_rank") <= cap).drop("_rank"))
 
 
 def tie_break(conf: Conf) -> list:

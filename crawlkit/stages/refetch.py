@@ -1,31 +1,37 @@
 """The change-rate schedule's fetch budget: refetch where the expected freshness gain is highest.
 
-Under ``schedule.kind = change_rate`` a round's fetch list is built in two parts:
+Under ``schedule.kind = change_rate`` every candidate of a round's fetch list is ranked by
+the freshness it is expected to gain, on one scale:
 
 1. **refetches**: pages the crawler holds a copy of (status fetched or not_modified), not
-   locked by another segment and fetched at least ``schedule.min_interval`` ago, ranked by
+   locked by another segment and fetched at least ``schedule.min_interval`` ago, by
 
        priority = score x (1 - exp(-rate x age)) x (1 - exp(-rate x T)) / (rate x T)
 
    ``age`` is the time since the copy was taken (the logical fetch time, see
    :func:`last_fetch_time`), ``rate`` the page's estimated change rate
-   (:func:`crawlkit.schedule.estimated_change_rate`, Cho & Garcia-Molina; a page with no
-   compared fetch yet is assumed to change once per ``fetch_interval``; one never seen
-   changing gets the Jeffreys posterior mean, see :func:`change_rate`) and ``T`` the revisit horizon
-   (:func:`revisit_horizon`): how long a copy taken now must serve before the page comes up
-   again. The product is the expected freshness *gained* over the next ``T`` by refetching
-   now rather than not (docs/recrawl.md derives it): the probability that the copy is stale
-   (``1 - exp(-rate x age)``) times the expected share of ``T`` that a new copy stays fresh.
-   The second factor is what keeps the budget off pages that change faster than they can be
-   revisited: their new copy is stale again long before the next visit (Cho &
-   Garcia-Molina, *Synchronizing a database to improve freshness*: the freshness-optimal
-   policy visits such pages less, not more). The top ``schedule.budget`` (0 =
-   ``crawl.topN``) are taken, at most ``generate.max_per_host`` per host (best priority
-   first); the rest of topN then fills each host only up to what its refetches left of that
-   cap (and of ``generate.max_per_domain``). Their own ``fetch_time`` is not consulted: the
-   budget decides when a page is worth refetching.
-2. **the rest of topN**: every other due candidate of generate's ordinary rule (unfetched
-   pages, retries, gone rechecks, ...), best ordering score first.
+   (:func:`crawlkit.schedule.estimated_change_rate`, Cho & Garcia-Molina, with the mean gap
+   between the page's checks; a page with no compared fetch yet is assumed to change once per
+   ``fetch_interval``; one never seen changing gets the Jeffreys posterior mean, see
+   :func:`change_rate`) and ``T`` the revisit horizon (:func:`revisit_horizon`): how long a
+   copy taken now must serve before the page comes up again. The product is the expected
+   freshness *gained* over the next ``T`` by refetching now rather than not (docs/recrawl.md
+   derives it): the probability that the copy is stale (``1 - exp(-rate x age)``) times the
+   expected share of ``T`` that a new copy stays fresh. The second factor is what keeps the
+   budget off pages that change faster than they can be revisited: their new copy is stale
+   again long before the next visit (Cho & Garcia-Molina, *Synchronizing a database to
+   improve freshness*: the freshness-optimal policy visits such pages less, not more). Their
+   own ``fetch_time`` is not consulted: the gain decides when a page is worth refetching.
+   ``schedule.budget`` > 0 caps the refetches of a round (best priority first).
+2. **every other due candidate** of generate's ordinary rule (unfetched pages, retries, gone
+   rechecks, ...): no current copy, so it is stale for sure and ``priority = score x (1 -
+   exp(-rate x T)) / (rate x T)`` (:func:`new_copy_priority`). A held page therefore never
+   outbids an equally important page the crawl lacks; when refetches had their own share of
+   topN (the old default budget) a crawl whose held pages filled topN stopped discovering.
+
+The best ``crawl.topN`` of both are taken, at most ``generate.max_per_host`` per host and
+``generate.max_per_domain`` per domain. ``generate.policy`` interleave is not applied (the
+gain is the order); hot_queue is refused.
 
 The fetch list keeps the fetch-list schema; its ``score`` column is the page's ordering
 score, so fetch and the reports see what they always see.
@@ -38,8 +44,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from crawlkit import schemas
-from crawlkit.conf import Conf
-from crawlkit.schedule import estimated_change_rate
+from crawlkit.conf import Conf, ConfError
+from crawlkit.schedule import estimated_change_rate, last_fetch_time, seconds_since
 from crawlkit.status import Status
 
 REFETCHABLE = (Status.FETCHED.value, Status.NOT_MODIFIED.value)
@@ -61,24 +67,9 @@ def change_rate(conf: Conf) -> Column:
     return F.when(checks > 0, F.greatest(estimated, unseen)).otherwise(F.lit(1.0) / interval)
 
 
-def last_fetch_time() -> Column:
-    """When the crawler took its copy, on the crawl's logical clock: ``fetch_time - fetch_interval``.
-
-    updatedb sets ``fetch_time = now + fetch_interval`` for every page it holds, with the
-    round's ``now``. ``fetched_at`` is the wall-clock time of the response instead, which is
-    off the crawl's time line whenever ``now`` is given (``--now``, the replay web's clock):
-    an age measured from it would be wrong by however far the logical clock is from the wall.
-    """
-    return F.col("fetch_time") - F.make_dt_interval(secs=F.col("fetch_interval").cast("double"))
-
-
-def _seconds_since(t: Column, now: datetime) -> Column:
-    return F.greatest(F.lit(now).cast("timestamp").cast("double") - t.cast("double"), F.lit(0.0))
-
-
 def expected_staleness(rate: Column, now: datetime) -> Column:
     """P(the page changed since the copy was taken) for a Poisson process of ``rate``."""
-    return F.lit(1.0) - F.exp(-rate * _seconds_since(last_fetch_time(), now))
+    return F.lit(1.0) - F.exp(-rate * seconds_since(last_fetch_time(), now))
 
 
 def expected_fresh_share(rate: Column, horizon: float) -> Column:
@@ -94,6 +85,12 @@ def refetch_priority(conf: Conf, now: datetime, horizon: float) -> Column:
     return F.col("score") * expected_staleness(rate, now) * expected_fresh_share(rate, horizon)
 
 
+def new_copy_priority(conf: Conf, horizon: float) -> Column:
+    """The same gain for a page without a current copy (new, retried, gone): it is stale for
+    sure, so the gain is its importance times the share of ``horizon`` a copy stays fresh."""
+    return F.col("score") * expected_fresh_share(change_rate(conf), horizon)
+
+
 def revisit_horizon(crawldb: DataFrame, conf: Conf, now: datetime, budget: int) -> float:
     """T, seconds until a page refetched now is likely to come up again: one pass of the
     budget over the held pages, ``(held pages / budget) x round length``.
@@ -107,7 +104,7 @@ def revisit_horizon(crawldb: DataFrame, conf: Conf, now: datetime, budget: int) 
     from crawlkit.stages.generate import VIRTUAL_PREFIX
     held = crawldb.filter(F.col("status").isin(*REFETCHABLE) & ~F.col("url").startswith(VIRTUAL_PREFIX))
     row = held.agg(F.count(F.lit(1)).alias("n"),
-                   F.min(_seconds_since(last_fetch_time(), now)).alias("since_newest")).first()
+                   F.min(seconds_since(last_fetch_time(), now)).alias("since_newest")).first()
     low = float(conf["schedule.min_interval"])
     if not row or not row["n"] or row["since_newest"] is None:
         return low
@@ -133,41 +130,26 @@ def refetch_candidates(crawldb: DataFrame, conf: Conf, now: datetime, horizon: f
         .withColumn("priority", refetch_priority(conf, now, horizon)))
 
 
-def _with_taken(others: DataFrame, refetch: DataFrame, column: str) -> DataFrame:
-    """``others`` with ``_taken``: how many refetches its host (or domain) already has, so the
-    per-host cap holds for the whole fetch list, not for each of its two parts."""
-    taken = refetch.groupBy(column).agg(F.count(F.lit(1)).alias("_taken"))
-    return (others.join(F.broadcast(taken), on=column, how="left")
-            .withColumn("_taken", F.coalesce(F.col("_taken"), F.lit(0))))
-
-
 def generate_change_rate(crawldb: DataFrame, conf: Conf, now: datetime, segment: str) -> DataFrame:
     """The fetch list under the change-rate budget (see the module docstring)."""
-    from crawlkit.stages.generate import cap_per_group, due_candidates, order_key
+    from crawlkit.stages.generate import cap_per_group, due_candidates
 
-    top_n = conf["crawl.topN"]
-    budget = conf["schedule.budget"] or top_n
-    if top_n > 0 and budget > 0:
-        budget = min(budget, top_n)
-    refetch = refetch_candidates(crawldb, conf, now, revisit_horizon(crawldb, conf, now, budget))
-    caps = (("host", conf["generate.max_per_host"]), ("domain", conf["generate.max_per_domain"]))
+    if conf["generate.policy"] == "hot_queue":
+        raise ConfError("generate.policy = hot_queue does not combine with schedule.kind = change_rate "
+                        "(its fetch list is ranked by expected freshness gain)")
+    top_n, budget = conf["crawl.topN"], conf["schedule.budget"]
+    horizon = revisit_horizon(crawldb, conf, now, budget or top_n)
     best = [F.col("priority").desc(), F.col("url")]
-    for column, cap in caps:
-        refetch = cap_per_group(refetch, column, cap, order=best)
-    refetch = refetch.orderBy(*best)
+    refetch = refetch_candidates(crawldb, conf, now, horizon)
     if budget > 0:
-        refetch = refetch.limit(budget)
-    refetch = refetch.drop("priority").localCheckpoint(eager=True)
-    taken = refetch.count()
-
-    others = due_candidates(crawldb, conf, now).filter(~F.col("status").isin(*REFETCHABLE))
-    others = others.join(refetch.select("url"), on="url", how="left_anti")
-    for column, cap in caps:
-        if cap > 0:
-            others = cap_per_group(_with_taken(others, refetch, column), column, cap,
-                                   taken="_taken").drop("_taken")
-    others = others.orderBy(*order_key(conf))
+        refetch = cap_per_group(refetch, "host", conf["generate.max_per_host"], order=best)
+        refetch = refetch.orderBy(*best).limit(budget)
+    others = (due_candidates(crawldb, conf, now).filter(~F.col("status").isin(*REFETCHABLE))
+              .withColumn("priority", new_copy_priority(conf, horizon)))
+    fetchlist = refetch.unionByName(others)
+    for column, cap in (("host", conf["generate.max_per_host"]), ("domain", conf["generate.max_per_domain"])):
+        fetchlist = cap_per_group(fetchlist, column, cap, order=best)
+    fetchlist = fetchlist.orderBy(*best)
     if top_n > 0:
-        others = others.limit(max(0, top_n - taken))
-    fetchlist = refetch.unionByName(others, allowMissingColumns=True)
-    return schemas.conform(fetchlist.withColumn("segment", F.lit(segment)), "fetchlist")
+        fetchlist = fetchlist.limit(top_n)
+    return schemas.conform(fetchlist.drop("priority").withColumn("segment", F.lit(segment)), "fetchlist")

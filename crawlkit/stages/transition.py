@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import schemas
 from crawlkit.conf import Conf
-from crawlkit.schedule import next_interval
+from crawlkit.schedule import last_fetch_time, next_interval, seconds_since
 from crawlkit.status import COUNTS_AS_FAILURE, TRANSITIONS, FetchStatus, Schedule, Status
 
 # The outcome columns ``transition`` reads, carried beside the crawldb row as o_<name>.
@@ -83,8 +83,8 @@ def transition(rows: DataFrame, conf: Conf, now: datetime) -> DataFrame:
     status = F.when((F.col("_status0") == Status.RETRY.value) & (F.col("_retries") > conf["db.retry_max"]),
                     F.lit(Status.GONE.value)).otherwise(F.col("_status0"))
     rows = rows.select("*", status.alias("_status"), next_interval(
-        F.col("fetch_interval"), F.col("_changed"), F.col("_unchanged"), F.col("_change_count"),
-        F.col("_check_count"), conf).alias("_interval"))
+        F.col("fetch_interval"), F.col("_changed"), F.col("_unchanged"), F.col("_compared"),
+        F.col("_check_count"), seconds_since(last_fetch_time(), now), conf).alias("_interval"))
     schedule = F.when(F.col("_status") == Status.GONE.value, F.lit(Schedule.GONE.value)).otherwise(F.col("_schedule0"))
     rows = rows.withColumn("_schedule", schedule)
     return rows.select(F.col("o_fetch_status").isNotNull().alias(FETCHED), *_new_row(conf, now))
@@ -103,6 +103,14 @@ def _new_row(conf: Conf, now: datetime) -> list[Column]:
             .otherwise(F.col("_interval")))
     got_body = o("fetch_status") == FetchStatus.SUCCESS.value
     keep_or = lambda new, old: F.when(got_body, new).otherwise(F.col(old))  # noqa: E731
+
+    def validator(header: str, column: str) -> Column:
+        """A body's validators replace the stored ones; a 304 updates those it sends (RFC 9110
+        15.4.5: it carries the current ETag, which may have moved on), keeping the rest."""
+        sent = o("headers").getItem(header)
+        return (F.when(got_body, sent)
+                .when(o("fetch_status") == FetchStatus.NOT_MODIFIED.value, F.coalesce(sent, F.col(column)))
+                .otherwise(F.col(column)))
     success = F.col("_outcome") == FetchStatus.SUCCESS.value
     error = F.coalesce(o("error"), o("parse_error"))
     no_entry = F.create_map().cast("map<string,string>")
@@ -131,8 +139,8 @@ def _new_row(conf: Conf, now: datetime) -> list[Column]:
         "signature": keep_or(o("signature"), "signature"),
         "modified_time": F.when(F.col("_changed") | (success & F.col("signature").isNull()), F.lit(now))
                           .otherwise(F.col("modified_time")),
-        "etag": keep_or(o("headers").getItem("etag"), "etag"),
-        "last_modified": keep_or(o("headers").getItem("last-modified"), "last_modified"),
+        "etag": validator("etag", "etag"),
+        "last_modified": validator("last-modified", "last_modified"),
         "http_status": F.coalesce(o("http_status"), F.col("http_status")),
         "change_count": F.col("_change_count"),
         "check_count": F.col("_check_count"),

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from crawlkit.conf import make_conf
+from crawlkit.conf import ConfError, make_conf
 from crawlkit.stages.generate import generate
 from crawlkit.stages.refetch import revisit_horizon
 
@@ -98,16 +98,38 @@ def test_age_is_taken_on_the_logical_clock(spark, make_crawldb):
     assert [r.url for r in rows] == [HOT_FAST, MEDIUM]
 
 
-def test_budget_zero_means_top_n(spark, crawldb):
+def test_without_a_budget_refetches_and_new_urls_share_top_n_by_gain(spark, crawldb):
+    # horizon 2 h (6 held pages, 3 a round); a new URL has no copy, its gain is score x fresh
+    # share (its rate: once per fetch_interval, 1 h): new1 0.0216 < hot_never 0.037
+    assert 0.05 * (1 - math.exp(-2)) / 2 < expected_priority(0.9, 0, 10, 20 * H, horizon=2 * H)
     rows = generate(crawldb, conf_for(schedule__budget=0, crawl__topN=3), NOW, "s1").collect()
-    assert [r.url for r in rows] == [HOT_FAST, MEDIUM, HOT_NEVER]   # priorities as in the first test
+    assert [r.url for r in rows] == [HOT_FAST, MEDIUM, HOT_NEVER]
+
+
+def test_held_pages_never_crowd_out_the_pages_the_crawl_lacks(spark, make_crawldb):
+    # Three dull pages seen unchanged 20 times, each copy two hours old, fill topN on their
+    # own; three important pages were never fetched. Each new page's gain is above theirs.
+    dull = [held(f"http://dull.test/{i}", 0.01, 0, 20, 2 * H, fetch_interval=30 * D) for i in range(3)]
+    new = [dict(url=f"http://new.test/{i}", score=5.0, fetch_interval=30 * D) for i in range(3)]
+    db = make_crawldb(dull + new)
+    for budget in (0, 2):
+        rows = generate(db, conf_for(schedule__budget=budget, crawl__topN=3), NOW, "s1").collect()
+        assert sorted(r.url for r in rows) == [f"http://new.test/{i}" for i in range(3)], budget
 
 
 def test_unused_budget_leaves_room_for_new_urls(spark, crawldb):
     rows = generate(crawldb, conf_for(schedule__budget=10, crawl__topN=7), NOW, "s1").collect()
-    urls = [r.url for r in rows]
-    assert urls[:4] == [HOT_FAST, MEDIUM, HOT_NEVER, COLD_FAST]
-    assert urls[4:] == [NEW1, NEW2, NEW3]
+    assert {r.url for r in rows} == {HOT_FAST, MEDIUM, HOT_NEVER, COLD_FAST, NEW1, NEW2, NEW3}
+
+
+def test_a_budget_caps_the_refetches(spark, crawldb):
+    rows = generate(crawldb, conf_for(schedule__budget=1, crawl__topN=4), NOW, "s1").collect()
+    assert [r.url for r in rows] == [HOT_FAST, NEW1, NEW2, NEW3]
+
+
+def test_hot_queue_does_not_combine_with_change_rate(spark, crawldb):
+    with pytest.raises(ConfError, match="hot_queue"):
+        generate(crawldb, conf_for(generate__policy="hot_queue"), NOW, "s1")
 
 
 def test_other_schedules_keep_the_due_rule(spark, crawldb):
@@ -126,8 +148,8 @@ def test_a_page_never_seen_changing_fades_from_the_budget_as_the_evidence_grows(
 
 
 def test_the_per_host_cap_holds_for_refetches_and_new_urls_together(spark, make_crawldb):
-    pages = [held(f"http://a.test/held{i}", 0.5, 9, 10, 20 * H) for i in range(5)]
-    news = [dict(url=f"http://a.test/new{i}", score=0.9) for i in range(5)]
+    pages = [held(f"http://a.test/held{i}", 0.9, 9, 10, 20 * H) for i in range(5)]
+    news = [dict(url=f"http://a.test/new{i}", score=0.5) for i in range(5)]
     other = [dict(url="http://b.test/new", score=0.1)]
     rows = generate(make_crawldb(pages + news + other),
                     conf_for(schedule__budget=1, crawl__topN=10, generate__max_per_host=2),

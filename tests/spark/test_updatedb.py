@@ -70,11 +70,14 @@ def test_unchanged_signature_counts_as_not_modified_and_adaptive_interval_grows(
         {"url": "http://a.test/new", "host": "a.test", "status": "fetched", "signature": "S1", "fetch_interval": 1000},
         {"url": "http://a.test/304", "host": "a.test", "status": "fetched", "signature": "S1", "fetch_interval": 1000,
          "etag": "e1"},
+        {"url": "http://a.test/304-new-etag", "host": "a.test", "status": "fetched", "signature": "S1",
+         "fetch_interval": 1000, "etag": "e1", "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT"},
     ], NOW)
     content = content_rows(spark, [
         {"url": "http://a.test/same", "fetch_status": "success", "headers": {"etag": "e2"}},
         {"url": "http://a.test/new", "fetch_status": "success"},
         {"url": "http://a.test/304", "fetch_status": "not_modified"},
+        {"url": "http://a.test/304-new-etag", "fetch_status": "not_modified", "headers": {"etag": "e3"}},
     ])
     parsed = parse_rows(spark, [{"url": "http://a.test/same", "signature": "S1"},
                                 {"url": "http://a.test/new", "signature": "S2"}])
@@ -84,6 +87,9 @@ def test_unchanged_signature_counts_as_not_modified_and_adaptive_interval_grows(
     assert (got["http://a.test/new"].status, got["http://a.test/new"].fetch_interval) == ("fetched", 3600)
     assert got["http://a.test/new"].change_count == 1 and got["http://a.test/new"].modified_time == NOW
     assert got["http://a.test/304"].status == "not_modified" and got["http://a.test/304"].etag == "e1"
+    # a 304 sends the current ETag: it replaces the stored one; the Last-Modified it did not send stays
+    moved = got["http://a.test/304-new-etag"]
+    assert (moved.etag, moved.last_modified) == ("e3", "Mon, 01 Jan 2024 00:00:00 GMT")
     assert got["http://a.test/304"].fetch_interval == 3600  # 1000 * 1.5 clamped up to min_interval
     assert got["http://a.test/same"].check_count == 1 and got["http://a.test/same"].change_count == 0
 
