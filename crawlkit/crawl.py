@@ -145,19 +145,37 @@ def _inject(spark: SparkSession, conf: Conf, seeds: str | None, now: datetime, l
 def run_every(spark: SparkSession, conf: Conf, seeds: str | None, every: float,
               until: datetime | None, rounds: int | None, clock: Callable[[], datetime],
               sleep: Callable[[float], None], log: Callable[[str], None] = print) -> list[RoundReport]:
-    """A recrawl loop: one round every ``every`` seconds until ``until`` or ``rounds`` rounds.
+    """A recrawl loop: one round every ``every`` seconds until ``until``, ``rounds`` rounds or
+    ``crawl.max_pages`` pages fetched by the loop.
 
-    Rounds start on a fixed grid (start, start + every, ...); a round that overruns its slot
-    delays the next one rather than starting two at once. Rounds with nothing due are kept in
-    the result (segment None) so the caller sees the loop kept time.
+    Rounds start on a fixed grid (start, start + every, ...). A round that overruns its slot
+    (or a machine that slept) skips the slots already past and waits for the next one: it
+    never starts a burst of rounds back to back to catch up. Rounds with nothing due are kept
+    in the result (segment None) so the caller sees the loop kept time.
     """
+    if every <= 0:
+        raise ValueError(f"--every must be a positive duration, got {every} s")
     _inject(spark, conf, seeds, clock(), log)
     reports: list[RoundReport] = []
-    next_start = clock()
-    while (rounds is None or len(reports) < rounds) and (until is None or next_start < until):
+    start = next_start = clock()
+    fetched_total = 0
+    limit = conf["crawl.max_pages"]
+    while rounds is None or len(reports) < rounds:
         wait = (next_start - clock()).total_seconds()
         if wait > 0:
             sleep(wait)
-        reports.append(run_round(spark, conf, clock(), log))
-        next_start += timedelta(seconds=every)
+        began = clock()
+        if until is not None and began >= until:
+            break
+        report = run_round(spark, _within_budget(conf, fetched_total), began, log)
+        reports.append(report)
+        fetched_total += pages_fetched_now(report)
+        if limit and fetched_total >= limit:
+            log(f"crawl-and-stop: {fetched_total} pages fetched")
+            break
+        slots = (clock() - start).total_seconds() // every + 1   # the first slot not yet begun
+        skipped = slots - (next_start - start).total_seconds() // every - 1
+        if skipped > 0:
+            log(f"round {report.segment} overran: {int(skipped)} slot(s) of {every:g} s skipped")
+        next_start = start + timedelta(seconds=slots * every)
     return reports
