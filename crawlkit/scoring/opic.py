@@ -15,8 +15,11 @@ stays 1: cash only moves, it is never created. That is what Nutch's partial OPIC
   equally among its distinct out-links to known pages (all of it to the virtual page from a
   page without any); its history records C; its cash drops to 0; ``last_processed = now``.
   A final answer without a page (404, gone, denied, non-HTML) processes it as a page without
-  links; only pages whose fetch failed for now (retry, skipped) keep their cash. All
-  processed pages send the cash they held at the start of the round (one synchronous step).
+  links; only pages whose fetch failed for now (retry, skipped) keep their cash. A
+  ``duplicate`` page, which generate never picks again, is processed every round as a page
+  without links: its in-links and the teleport keep paying it, and cash parked there for good
+  would drain the rest of the crawl. All processed pages send the cash they held at the start
+  of the round (one synchronous step).
 * then the **virtual page** is processed: its cash (what it held plus what it just
   received) flows uniformly to all known pages, as its links to every page say, and its
   history records it. This is OPIC's teleport: with share s it behaves as PageRank with
@@ -50,7 +53,7 @@ from pyspark.sql import functions as F
 from crawlkit import schemas
 from crawlkit.scoring.base import VIRTUAL_URL, BaseScorer, ScoringContext, real_pages, register
 from crawlkit.scoring.links import prepare_links
-from crawlkit.status import ANSWERED
+from crawlkit.status import ANSWERED, Status
 
 VIRTUAL_HOST = "crawlkit.invalid"      # .invalid never resolves (RFC 2606)
 FAR_FUTURE = datetime(9999, 12, 31)
@@ -62,6 +65,10 @@ STATE = ("opic_cash", "opic_history", "last_processed")
 # until they held most of it (67% of all cash after 10 rounds of a simulated crawl with 8%
 # of URLs 404). Only transient failures (retry, skipped) leave a page's cash where it is.
 PROCESSED_FETCH_STATUSES = tuple(s.value for s in ANSWERED)
+# Crawldb statuses processed every round, fetched or not, as pages without links: pages that
+# are never fetched again. (An evicted page keeps its cash: the estimate it builds up is how
+# it earns its way back into the limited buffer.)
+ALWAYS_PROCESSED = (Status.DUPLICATE.value,)
 
 
 def virtual_page_row(spark: SparkSession, cash: float, history: float = 0.0,
@@ -155,12 +162,16 @@ class OpicScorer(BaseScorer):
         virtual = virtual_state(ctx.crawldb)
         if virtual is None:
             virtual, pages = bootstrap(real_pages(ctx.crawldb))
+        linkless = (real_pages(ctx.crawldb).filter(F.col("status").isin(*ALWAYS_PROCESSED))
+                    .select("url", F.lit(True).alias("linkless")))
 
         processed = (ctx.processed.select("url").distinct().withColumn("proc", F.lit(True))
                      if ctx.processed is not None
                      else pages.select("url", F.lit(True).alias("proc")).limit(0))
-        state = (pages.join(processed, on="url", how="left")
-                 .withColumn("proc", F.coalesce(F.col("proc"), F.lit(False))).cache())
+        state = (pages.join(processed, on="url", how="left").join(linkless, on="url", how="left")
+                 .withColumn("linkless", F.coalesce(F.col("linkless"), F.lit(False)))
+                 .withColumn("proc", F.coalesce(F.col("proc"), F.lit(False)) | F.col("linkless"))
+                 .cache())
 
         # Votes go only to known pages, so no cash leaves the system with an unknown target.
         known = state.select(F.col("url").alias("dst"))
@@ -168,8 +179,9 @@ class OpicScorer(BaseScorer):
                  .select("src", "dst").join(known, on="dst", how="inner"))
         outdeg = edges.groupBy("src").agg(F.count(F.lit(1)).alias("deg"))
         senders = (state.filter(F.col("proc"))
-                   .select(F.col("url").alias("src"), F.col("opic_cash").alias("c"))
-                   .join(outdeg, on="src", how="left"))
+                   .select(F.col("url").alias("src"), F.col("opic_cash").alias("c"), "linkless")
+                   .join(outdeg, on="src", how="left")
+                   .withColumn("deg", F.when(~F.col("linkless"), F.col("deg"))))
         received = (edges.join(senders.filter(F.col("deg").isNotNull()), on="src", how="inner")
                     .groupBy(F.col("dst").alias("url"))
                     .agg(F.sum(F.col("c") * F.lit(1.0 - share) / F.col("deg")).alias("recv")))

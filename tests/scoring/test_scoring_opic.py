@@ -95,6 +95,23 @@ def test_total_cash_is_one_after_any_rounds(spark, web, make_crawldb, seed):
         assert sum(r.score for r in out.values()) <= 1.0 + 1e-12
 
 
+def test_a_duplicate_page_passes_its_cash_on_every_round(spark, web):
+    """Generate never picks a duplicate again: unprocessed, the cash its in-links and the
+    teleport pay it would stay there for good."""
+    crawldb, links = web
+    crawldb = (crawldb.withColumn("status", F.when(F.col("url") == C, "duplicate").otherwise(F.col("status")))
+               .withColumn("opic_cash", F.when(F.col("url").isin(A, C), 0.25).otherwise(F.col("opic_cash"))))
+    crawldb, out = round_(spark, crawldb, links, [], scoring__opic_virtual_share=0.2)
+    # c -> a is not followed: all of c's 0.25 goes to the virtual page, 0.05 to each known page
+    expected_cash = {A: 0.30, B: 0.05, C: 0.05, D: 0.55, E: 0.05, VIRTUAL_URL: 0.0}
+    assert {u: r.opic_cash for u, r in out.items()} == pytest.approx(expected_cash, abs=1e-15)
+    assert (out[C].opic_history, out[C].last_processed) == (pytest.approx(0.25), NOW)
+    for k in range(1, 4):   # a and b fetched each round keep paying c, which never keeps it
+        crawldb, out = round_(spark, crawldb, links, [A, B], now=NOW + timedelta(days=k))
+        assert out[C].opic_cash < 0.5
+        assert sum(r.opic_cash for r in out.values()) == pytest.approx(1.0, abs=1e-12)
+
+
 def test_refetching_never_inflates(spark, web):
     crawldb, links = web
     scores = []
