@@ -29,7 +29,7 @@ from crawlkit.scoring.links import prepare_links
 
 log = logging.getLogger(__name__)
 
-TOKEN_SPLIT = r"[^\p{L}\p{N}]+"
+TOKEN_SPLIT = r"[^\p{L}\p{M}\p{N}]+"   # letters with their combining marks, digits
 
 
 def terms(text: Column, weight: float) -> Column:
@@ -60,7 +60,8 @@ def cosine(tf: DataFrame, query_tf: DataFrame, idf: DataFrame, n_docs: int) -> D
     dots = (weighted.join(q, on="term", how="inner").groupBy("url")
             .agg(F.sum(F.col("w") * F.col("q")).alias("dot")))
     return (dots.join(norms, on="url", how="inner")
-            .select("url", (F.col("dot") / (F.col("norm") * F.lit(q_norm))).alias("sim")))
+            .select("url", F.when(F.col("norm") > 0, F.col("dot") / (F.col("norm") * F.lit(q_norm)))
+                    .otherwise(F.lit(0.0)).alias("sim")))   # all weight 0: a title at weight 0
 
 
 @register

@@ -11,14 +11,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from crawlkit.scoring.base import ScoringContext
-from crawlkit.scoring.focus.query import TEXT_FIELDS, TITLE_FIELDS, URL_FIELDS, field_words, words
+from crawlkit.scoring.focus.query import TEXT_FIELDS, TITLE_FIELDS, URL_FIELDS, field_words, url_words, words
 
 
 def link_words(links: DataFrame) -> DataFrame:
     """src, dst, url_words, text_words, title_words (self-links dropped)."""
     return (links.filter(F.col("src") != F.col("dst"))
             .select("src", "dst",
-                    field_words(URL_FIELDS, F.col("dst")).alias("url_words"),
+                    field_words(URL_FIELDS, F.col("dst"), read=url_words).alias("url_words"),
                     field_words(TEXT_FIELDS, F.col("anchor")).alias("text_words"),
                     field_words(TITLE_FIELDS).alias("title_words")))
 

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from crawlkit.scoring.base import ScoringContext
 from crawlkit.scoring.focus.hot import hot_distances, judge
-from crawlkit.scoring.focus.query import Query, words
+from crawlkit.scoring.focus.query import Query, url_words, words
 
 HOT_LINK = "hot_link"
 
@@ -25,7 +25,7 @@ def hot_link(pages: DataFrame, links: DataFrame, query: Query) -> DataFrame:
     """url, hot_link: topic word in the URL or in an in-link's anchor (paper's hot queue)."""
     by_anchor = (links.filter(query.hits(words(F.col("anchor"))))
                  .select(F.col("dst").alias("url")).distinct().withColumn("_a", F.lit(True)))
-    flag = query.hits(words(F.col("url"))) | F.coalesce(F.col("_a"), F.lit(False))
+    flag = query.hits(url_words(F.col("url"))) | F.coalesce(F.col("_a"), F.lit(False))
     return pages.select("url").join(by_anchor, on="url", how="left").select(
         "url", F.when(flag, 1.0).otherwise(0.0).alias(HOT_LINK))
 
