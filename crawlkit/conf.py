@@ -2,8 +2,10 @@
 conf/crawlkit-default.toml.
 
 Precedence, lowest first: the defaults file, a site file, then ``key=value`` overrides
-(the command line's ``--conf``). Unknown keys and wrongly typed values are refused with an
-error naming the key and where it came from, so a typo never silently does nothing.
+(the command line's ``--conf``). Unknown keys, wrongly typed values and numbers out of their
+key's range are refused with an error naming the key and where it came from, so a typo never
+silently does nothing (and ``fetcher.threads = -3`` never reaches a fetch task). A number is
+at least 0 unless its key declares ``min`` (``max``: at most; ``above``: strictly more).
 
 A :class:`Conf` is an immutable flat mapping of dotted keys (``"fetcher.threads"``) to plain
 Python values, so it pickles cheaply to Spark executors.
@@ -16,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -39,6 +42,15 @@ class KeySpec:
     default: Any
     description: str
     type: str
+    min: float | None = None     # inclusive bounds of a number (min defaults to 0)
+    max: float | None = None
+    above: float | None = None   # exclusive lower bound
+
+
+# Pairs of keys whose values must be ordered: low <= high.
+ORDERED = (("schedule.min_interval", "schedule.default_interval"),
+           ("schedule.default_interval", "schedule.max_interval"),
+           ("export.range_min", "export.range_max"))
 
 
 def _type_name(value: Any) -> str:
@@ -67,9 +79,37 @@ def load_specs(path: Path | None = None) -> dict[str, KeySpec]:
             key = f"{section}.{name}"
             if not isinstance(entry, dict) or "default" not in entry or "description" not in entry:
                 raise ConfError(f"{path}: {key} needs a default and a description")
-            specs[key] = KeySpec(key, entry["default"], entry["description"],
-                                 entry.get("type") or _type_name(entry["default"]))
+            kind = entry.get("type") or _type_name(entry["default"])
+            numeric = kind in ("int", "float")
+            specs[key] = KeySpec(key, entry["default"], entry["description"], kind,
+                                 min=entry.get("min", 0 if numeric and "above" not in entry else None),
+                                 max=entry.get("max"), above=entry.get("above"))
+            _check_range(specs[key], entry["default"], str(path))
     return specs
+
+
+def _check_range(spec: KeySpec, value: Any, origin: str) -> None:
+    if spec.type not in ("int", "float"):
+        return
+    bounds = []
+    if spec.min is not None and value < spec.min:
+        bounds.append(f">= {spec.min:g}")
+    if spec.above is not None and value <= spec.above:
+        bounds.append(f"> {spec.above:g}")
+    if spec.max is not None and value > spec.max:
+        bounds.append(f"<= {spec.max:g}")
+    if bounds or not math.isfinite(value):
+        wanted = [f">= {spec.min:g}"] if spec.min is not None else []
+        wanted += [f"> {spec.above:g}"] if spec.above is not None else []
+        wanted += [f"<= {spec.max:g}"] if spec.max is not None else []
+        raise ConfError(f"{origin}: {spec.key} must be {' and '.join(wanted)}, got {value!r}")
+
+
+def _check_order(conf: "Conf", origin: str) -> "Conf":
+    for low, high in ORDERED:
+        if conf[low] > conf[high]:
+            raise ConfError(f"{origin}: {low} ({conf[low]!r}) must not be above {high} ({conf[high]!r})")
+    return conf
 
 
 def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
@@ -92,6 +132,7 @@ def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
         raise ConfError(f"{origin}: {spec.key} must be {want}, got {value!r}")
     if want == "float":
         value = float(value)
+    _check_range(spec, value, origin)
     if want == "list[regex]":
         for pattern in value:
             try:
@@ -224,7 +265,7 @@ def load_conf(site: str | os.PathLike | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise ConfError(f"{path}: not valid TOML: {exc}") from None
         conf = conf.with_overrides(_flatten_site(raw, path), origin=str(path))
-    return conf.with_overrides(overrides, origin="--conf")
+    return _check_order(conf.with_overrides(overrides, origin="--conf"), "configuration")
 
 
 def make_conf(**overrides: Any) -> Conf:
@@ -234,4 +275,5 @@ def make_conf(**overrides: Any) -> Conf:
     """
     specs = load_specs()
     conf = Conf({k: s.default for k, s in specs.items()}, specs)
-    return conf.with_overrides({k.replace("__", "."): v for k, v in overrides.items()}, origin="make_conf")
+    return _check_order(conf.with_overrides({k.replace("__", "."): v for k, v in overrides.items()},
+                                            origin="make_conf"), "make_conf")

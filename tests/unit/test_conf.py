@@ -52,6 +52,34 @@ def test_wrong_type_in_site_file_is_refused(tmp_path):
         load_conf(site=site)
 
 
+@pytest.mark.parametrize("key,value,bound", [
+    ("fetcher.threads", "-3", ">= 1"), ("fetcher.threads", "0", ">= 1"), ("generate.max_per_host", "-1", ">= 0"),
+    ("fetcher.read_timeout", "0", "> 0"), ("scoring.damping", "1.5", "<= 1"), ("focus.learn_prior", "0", "> 0"),
+    ("fetcher.server_delay", "inf", ">= 0"), ("scoring.opic_virtual_share", "nan", "<= 1"),
+])
+def test_a_number_out_of_its_range_is_refused(key, value, bound):
+    with pytest.raises(ConfError, match=f"{key.replace('.', '[.]')} must be .*{bound}.*got"):
+        load_conf(overrides={key: value})
+
+
+def test_the_range_holds_in_a_site_file_and_for_keys_that_come_in_order(tmp_path):
+    site = tmp_path / "range.toml"
+    site.write_text("[fetcher]\nthreads = -3\n")
+    with pytest.raises(ConfError, match=r"range.toml: fetcher.threads must be >= 1, got -3"):
+        load_conf(site=site)
+    with pytest.raises(ConfError, match="schedule.min_interval .* must not be above schedule.default_interval"):
+        make_conf(schedule__min_interval=40 * 86400)
+    with pytest.raises(ConfError, match="export.range_min .* must not be above export.range_max"):
+        load_conf(overrides={"export.range_min": "20"})
+    assert make_conf(fetcher__threads=1, generate__max_per_host=0, scoring__damping=1.0)["fetcher.threads"] == 1
+
+
+def test_every_default_is_in_its_range():
+    for spec in load_specs().values():   # load_specs checks each default against its bounds
+        if spec.type in ("int", "float"):
+            assert spec.min is not None or spec.above is not None, spec.key
+
+
 def test_malformed_site_file_names_the_file(tmp_path):
     site = tmp_path / "broken.toml"
     site.write_text("[fetcher\nthreads = 4\n")
