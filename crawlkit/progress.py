@@ -57,7 +57,12 @@ class ProgressSink:
 
         context = TaskContext.get()
         key = (context.partitionId(), context.attemptNumber()) if context else (0, 0)
-        with socket.socket(_family(self.host), socket.SOCK_DGRAM) as sock:
+        try:
+            sock = socket.socket(_family(self.host), socket.SOCK_DGRAM)
+        except OSError:   # the driver's name does not resolve here: fetch on, without progress
+            yield from results
+            return
+        with sock:
             last = 0.0
             for row in results:
                 yield row

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -62,6 +63,7 @@ def session_settings(conf: Conf) -> dict[str, str]:
         "spark.ui.enabled": str(conf["spark.ui"]).lower(),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        "spark.executorEnv.TZ": "UTC",   # the executors' Python workers (see utc_process)
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         # Delta lists a table's files with a Spark job over its cached state, in this many
@@ -78,6 +80,19 @@ def session_settings(conf: Conf) -> dict[str, str]:
     return settings
 
 
+def utc_process() -> None:
+    """Run this process (and the Python workers it starts) on UTC.
+
+    crawlkit's times are naive datetimes in UTC (``--now``, fetch times, commit times), but
+    PySpark converts a naive datetime with the *process's* time zone when it passes one to
+    the JVM and when it collects one back: on a machine set to New York, ``now`` reached Spark
+    five hours late and ``stats`` counted pages due five hours early. The session time zone
+    (``spark.sql.session.timeZone``) alone does not cover those conversions."""
+    if os.environ.get("TZ") != "UTC":
+        os.environ["TZ"] = "UTC"
+        time.tzset()
+
+
 def get_spark(conf: Conf, master: str | None = None, *, checkpoints: bool = True) -> SparkSession:
     """Return the active session or build one from conf (master: argument > conf).
     ``checkpoints``: set the checkpoint directory (``spark.checkpoint_dir``, default
@@ -85,6 +100,7 @@ def get_spark(conf: Conf, master: str | None = None, *, checkpoints: bool = True
     so that looking at a crawl (or at a mistyped path) leaves nothing behind."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    utc_process()
     builder = SparkSession.builder.appName(conf["spark.app_name"])
     # Under spark-submit the JVM already exists (PYSPARK_GATEWAY_PORT) with the submitted
     # master; only an explicit argument overrides it there.

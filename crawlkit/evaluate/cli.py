@@ -46,11 +46,14 @@ def run_evaluate(args, conf) -> dict:
     evicted = None
     if args.buffer == "crawldb":
         from crawlkit.spark import get_spark
-        evicted = read_evicted(get_spark(conf), crawl_dir)
-    result = evaluate_crawl(crawl_dir, args.web, args.name, hot=args.hot or DEFAULT_HOT,
-                            buffer=args.buffer if isinstance(args.buffer, int) else None,
-                            evicted=evicted, access_log=args.access_log, labels=args.labels,
-                            topic=args.topic)
+        evicted = read_evicted(get_spark(conf, checkpoints=False), crawl_dir)   # reads only
+    try:
+        result = evaluate_crawl(crawl_dir, args.web, args.name, hot=args.hot or DEFAULT_HOT,
+                                buffer=args.buffer if isinstance(args.buffer, int) else None,
+                                evicted=evicted, access_log=args.access_log, labels=args.labels,
+                                topic=args.topic)
+    except ValueError as exc:   # no crawled pages, a hot-set spec or topic that does not parse
+        raise SystemExit(f"crawlkit evaluate: {exc}") from None
     paths = result.write(args.out or f"{crawl_dir.rstrip('/')}/evaluation")
     if not args.quiet:
         print(result.markdown(), file=sys.stderr)

@@ -14,6 +14,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -35,7 +36,8 @@ class CrossCheck:
     def summary(self) -> dict:
         return {"common": self.common, "log_only": len(self.log_only),
                 "segments_only": len(self.segments_only),
-                "order_agreement": round(self.order_agreement, 6)}
+                # None (JSON null) when fewer than two pages are common: tau is NaN, not JSON
+                "order_agreement": None if math.isnan(self.order_agreement) else round(self.order_agreement, 6)}
 
     def markdown(self) -> str:
         lines = ["## Cross-check with the access log", "",

@@ -49,7 +49,11 @@ class Web:
     def on_topic(self, topic: str) -> np.ndarray:
         if self.labels is None:
             raise ValueError("the web has no labels (pass labels=...)")
-        return self.labels == topic
+        on_topic = self.labels == topic
+        if not on_topic.any():   # a mistyped topic: recall would be 0/0 on every row
+            known = sorted({str(label) for label in self.labels if label})
+            raise ValueError(f"no page is labelled {topic!r}; the labels are {', '.join(known[:20])}")
+        return on_topic
 
 
 def graph_web(urls: list[str], src: np.ndarray, dst: np.ndarray) -> Web:

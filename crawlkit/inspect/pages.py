@@ -57,12 +57,14 @@ def _links(snap: Snapshot, url: str, limit: int) -> dict[str, dict]:
     ranked = (seen.join(ends, on="other", how="left")
               .withColumn("rank", F.row_number().over(per_direction.orderBy(F.desc_nulls_last("other_score"), "other")))
               .withColumn("total", F.count("*").over(per_direction))
-              .filter(F.col("rank") <= limit)
+              .filter(F.col("rank") <= max(limit, 1))   # one row carries the total at --limit 0
               .orderBy("direction", "rank").collect())
     out = {"in": {"total": 0, "links": []}, "out": {"total": 0, "links": []}}
     for r in ranked:
         name = "src" if r["direction"] == "in" else "dst"
         out[r["direction"]]["total"] = r["total"]
+        if r["rank"] > limit:
+            continue
         out[r["direction"]]["links"].append({
             name: r["other"], "anchor": r["anchor"], "nofollow": r["nofollow"], "meta": r["meta"],
             "first_seen": r["first_seen"], "last_seen": r["last_seen"],

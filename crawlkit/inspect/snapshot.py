@@ -45,6 +45,25 @@ def _history(spark: SparkSession, path: str) -> dict[int, tuple[datetime, str | 
     return {r["version"]: (r["timestamp"], r["userMetadata"]) for r in rows}
 
 
+def paired_link_version(crawldb_history: dict, link_history: dict, version: int) -> int | None:
+    """The link table version that goes with crawldb ``version``: the newest append of a
+    segment (``linkdb:<segment>``) whose updatedb commit (``updatedb:<segment>``) is at or
+    before ``version``. By the commits' tags, not their times: Delta takes a commit's time from
+    its log file's modification time, which a copy of the crawl directory (``cp -r``, a backup
+    restored, an S3 copy) rewrites. Only the commits before the first append (the empty
+    table's creation), and every commit of a table without such tags (an older crawl), are
+    paired by time."""
+    applied = {tag.removeprefix("updatedb:") for v, (_, meta) in crawldb_history.items() if v <= version
+               for tag in storage.tags_of(meta) if tag.startswith("updatedb:")}
+    appends = {v: tag.removeprefix("linkdb:") for v, (_, meta) in link_history.items()
+               for tag in storage.tags_of(meta) if tag.startswith("linkdb:")}
+    committed_at = crawldb_history[version][0]
+    first_append = min(appends, default=None)
+    by_time = [v for v, (at, _) in link_history.items()     # the table's creation, before any append
+               if at <= committed_at and (first_append is None or v < first_append)]
+    return max(by_time + [v for v, segment in appends.items() if segment in applied], default=None)
+
+
 def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) -> Snapshot:
     """The crawl at crawldb ``version`` (default: the latest); ValueError when there is no
     crawldb or no such version."""
@@ -60,8 +79,7 @@ def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) ->
                           if v <= version and tag and tag.startswith(storage.GENERATE_TAG))
     link_version = None
     if storage.is_delta(spark, link_path):
-        link_version = max((v for v, (at, _) in _history(spark, link_path).items() if at <= committed_at),
-                           default=None)
+        link_version = paired_link_version(history, _history(spark, link_path), version)
     crawldb = storage.read_table(spark, db_path, "crawldb", version)
     links = (linkdb.read_current(spark, crawl_dir, link_version) if link_version is not None
              else schemas.empty(spark, "links"))

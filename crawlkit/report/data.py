@@ -21,7 +21,10 @@ from crawlkit.inspect import segments
 from crawlkit.inspect.pages import top
 from crawlkit.inspect.snapshot import snapshot
 from crawlkit.inspect.stats import bin_edges, crawl_stats, score_bin
+from crawlkit.segment_names import order_key
+from crawlkit.status import FetchStatus
 
+FETCHED_OUTCOMES = (FetchStatus.SUCCESS.value, FetchStatus.NOT_MODIFIED.value)
 EVALUATION_COLUMNS = ["fraction_crawled", "metric", "ordering", "value"]
 PER_DECADE = 10  # finer histogram bins than the terminal's: a plot has room
 
@@ -37,7 +40,7 @@ def collect(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetime,
         stage_stats = {s: v for s, v in stage_stats.items() if s in snap.generated}
         content = content.filter(F.col("segment").isin(sorted(snap.generated))) if content is not None else None
     by_status = segments.fetch_status_by_segment(content) if content is not None else {}
-    names = sorted(set(stage_stats) | set(by_status))
+    names = sorted(set(stage_stats) | set(by_status), key=order_key)
     return {
         "crawl_dir": crawl_dir, "now": now, **snap.versions(),
         "stats": crawl_stats(snap, conf, now, per_decade=PER_DECADE),
@@ -57,7 +60,9 @@ def round_row(segment: str, stats: dict[str, dict], fetch_by_status: dict[str, i
         "segment": segment,
         "generated": stats.get("generate", {}).get("generated"),
         "fetch_by_status": dict(sorted(by_status.items())),
-        "fetched": sum(by_status.values()),
+        # pages with content now: answers without one (404, retry, skipped, ...) are outcomes only
+        "fetched": sum(n for s, n in by_status.items() if s in FETCHED_OUTCOMES),
+        "outcomes": sum(by_status.values()),
         "bytes": stats.get("fetch", {}).get("bytes"),
         "parsed": stats.get("parse", {}).get("pages"),
         "new_urls": stats.get("updatedb", {}).get("new_urls"),

@@ -99,10 +99,11 @@ def _rounds_section(rounds: list[dict]) -> list[str]:
     if stages:
         out.append(plots.stage_timeline(rounds, stages))
     out.append(_table(
-        ["segment", "generated", "fetched", "by fetch status", "bytes", "parsed", "new URLs", *[f"{s} (s)" for s in stages]],
-        [[r["segment"], r["generated"], r["fetched"], r["fetch_by_status"], r["bytes"], r["parsed"], r["new_urls"],
-          *[r["seconds"].get(s) for s in stages]] for r in rounds],
-        numeric={1, 2, 4, 5, 6, *range(7, 7 + len(stages))}))
+        ["segment", "generated", "outcomes", "fetched", "by fetch status", "bytes", "parsed", "new URLs",
+         *[f"{s} (s)" for s in stages]],
+        [[r["segment"], r["generated"], r["outcomes"], r["fetched"], r["fetch_by_status"], r["bytes"], r["parsed"],
+          r["new_urls"], *[r["seconds"].get(s) for s in stages]] for r in rounds],
+        numeric={1, 2, 3, 5, 6, 7, *range(8, 8 + len(stages))}))
     options = next((r["options"] for r in reversed(rounds) if r["options"] is not None), None)
     if options is not None:
         out.append("<details><summary>Options in effect (latest round)</summary><pre>"

@@ -57,7 +57,7 @@ def _stacked(ax, labels: list[str], series: dict[str, list[float]], colours: dic
 
 
 def fetch_timeline(rounds: list[dict]) -> str:
-    """Pages fetched per segment, stacked by fetch status."""
+    """Fetch outcomes per segment, stacked by fetch status."""
     statuses = [s for s in STATUS_COLOURS if any(s in r["fetch_by_status"] for r in rounds)]
     statuses += sorted({s for r in rounds for s in r["fetch_by_status"]} - set(statuses))
     figure, ax = _figure()
@@ -65,7 +65,7 @@ def fetch_timeline(rounds: list[dict]) -> str:
              {s: [r["fetch_by_status"].get(s, 0) for r in rounds] for s in statuses}, STATUS_COLOURS)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("pages")
-    ax.set_title("Pages fetched per round, by fetch status", fontsize="medium")
+    ax.set_title("Fetch outcomes per round, by fetch status", fontsize="medium")
     return to_svg(figure)
 
 

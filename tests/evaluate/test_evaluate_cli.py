@@ -57,3 +57,21 @@ def test_compare_two_orderings(crawl_dir, web_files, tmp_path):
     assert [row.split(" | ")[2] for row in rows] == ["first", "second", "ideal", "random"]
     assert "| P_BC(B=3) | indegree>1 | second |" in markdown
     assert len([ax for ax in figure.axes if ax.get_visible()]) == 4  # P_ST, P_CS, P_BC B=2, B=3
+
+
+def test_ordinary_mistakes_are_one_line_errors_not_tracebacks(crawl_dir, web_files, tmp_path, capsys):
+    links, labels = web_files
+    for extra, message in ((["--labels", str(labels), "--topic", "Course"], "no page is labelled 'Course'"),
+                           (["--hot", "indegree:x"], "crawlkit evaluate: ")):
+        try:
+            main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(links), "--out", str(tmp_path),
+                  "--quiet", *extra])
+            raise AssertionError("no error")
+        except SystemExit as exc:
+            assert message in str(exc.code), exc.code
+
+
+def test_the_crosscheck_of_one_common_page_is_json(tmp_path):
+    from crawlkit.evaluate.crosscheck import CrossCheck
+    summary = CrossCheck(log_only=[], segments_only=[], common=1, order_agreement=float("nan")).summary()
+    assert json.loads(json.dumps(summary, allow_nan=False))["order_agreement"] is None

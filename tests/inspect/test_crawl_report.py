@@ -21,12 +21,12 @@ def data(spark, small_crawl):
 def test_the_timeline_reads_the_segments_stats_and_content(data):
     assert data["rounds"] == [
         {"segment": SEG1, "generated": 4, "fetch_by_status": {"not_found": 1, "retry": 1, "success": 2},
-         "fetched": 4, "bytes": 2000, "parsed": 2, "new_urls": 2,
+         "fetched": 2, "outcomes": 4, "bytes": 2000, "parsed": 2, "new_urls": 2,
          "seconds": {"generate": 1.5, "fetch": 12.25, "parse": 2.0, "updatedb": 3.5, "score": 4.0},
          "options": {"crawl.topN": 4}, "stats": STATS[SEG1]},
         # round 2 was fetched but never parsed or applied: what is there is shown
         {"segment": SEG2, "generated": 2, "fetch_by_status": {"not_modified": 1, "retry": 1},
-         "fetched": 2, "bytes": 0, "parsed": None, "new_urls": None, "seconds": {}, "options": None,
+         "fetched": 1, "outcomes": 2, "bytes": 0, "parsed": None, "new_urls": None, "seconds": {}, "options": None,
          "stats": STATS[SEG2]},
     ]
 

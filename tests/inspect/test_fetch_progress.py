@@ -109,3 +109,11 @@ def test_the_fetch_stage_logs_progress_while_it_fetches(spark, tmp_path, caplog,
     assert lines[-1].startswith("fetch: 12/12 pages (100%), ") and lines[-1].endswith(" (end)"), lines
     assert "0 errors" in lines[-1] and "slowest hosts: p" in lines[-1]
     assert len(lines) >= 2, lines
+
+
+def test_a_driver_name_the_executor_cannot_resolve_never_fails_the_task():
+    from crawlkit.progress import ProgressSink
+
+    sink = ProgressSink("driver.invalid", 9, "token")   # .invalid never resolves (RFC 2606)
+    rows = [{"url": f"http://a.test/{i}"} for i in range(3)]
+    assert list(sink.follow(iter(rows), FetchStats())) == rows

@@ -47,6 +47,11 @@ def test_dump_shows_the_record_and_links_with_anchors(spark, small_crawl):
     }
 
 
+def test_dump_with_no_links_shown_still_counts_them(spark, small_crawl):
+    got = dump(snapshot(spark, small_crawl), "http://a.test/", limit=0)
+    assert (got["inlinks"], got["outlinks"]) == ({"total": 3, "links": []}, {"total": 3, "links": []})
+
+
 def test_dump_of_an_old_version(spark, small_crawl):
     nothing = {"total": 0, "links": []}
     old = dump(snapshot(spark, small_crawl, 1), "http://a.test/")

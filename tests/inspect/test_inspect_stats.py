@@ -17,6 +17,22 @@ def test_snapshot_pairs_each_crawldb_version_with_the_linkdb_of_its_time(spark, 
     assert snapshot(spark, small_crawl).crawldb_version == 4
 
 
+def test_a_copied_crawl_keeps_each_crawldb_version_with_its_links(spark, small_crawl, tmp_path):
+    """Delta's commit times are the log files' modification times, which a copy rewrites:
+    here the link table's files are a day newer than the crawldb's, as a copy made in that
+    order (or a restore) leaves them."""
+    import os
+    import shutil
+    import time
+
+    copy = tmp_path / "copy"
+    shutil.copytree(small_crawl, copy)
+    later = time.time() + 86400
+    for log in (copy / "linkdb" / "_delta_log").glob("*.json"):
+        os.utime(log, (later, later))
+    assert [snapshot(spark, str(copy), v).linkdb_version for v in (3, 4)] == [1, 1]
+
+
 def test_snapshot_refuses_a_version_that_does_not_exist(spark, small_crawl, tmp_path):
     with pytest.raises(ValueError, match=r"crawldb version 9 does not exist \(versions 0..4\)"):
         snapshot(spark, small_crawl, 9)

@@ -99,3 +99,22 @@ def test_known_warnings_are_quiet_at_warn_and_logged_below_it(spark):
     finally:
         quiet_known_warnings(spark, "WARN")
     assert levels() == {"ERROR"}
+
+
+def test_times_reach_spark_and_come_back_as_utc_whatever_the_machine_zone(spark, monkeypatch):
+    """A naive datetime is UTC in crawlkit; PySpark converts it with the process's time zone,
+    so on a machine set to New York 12:00 reached Spark as 17:00."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    from crawlkit.spark import get_spark
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        session = get_spark(make_conf(spark__master="local[2]"), checkpoints=False)
+        row = session.range(1).select(F.lit(NOW).cast("string").alias("text"), F.lit(NOW).alias("t")).first()
+        assert (row.text, row.t) == ("2026-01-01 12:00:00", NOW)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
