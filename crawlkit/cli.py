@@ -73,6 +73,14 @@ def parse_duration(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 30m, 6h, 1d)") from None
 
 
+def parse_every(text: str) -> float:
+    """--every: a duration above zero (0 would start rounds back to back)."""
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"--every needs a duration above zero, got {text!r}")
+    return seconds
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration key (repeatable)")
@@ -103,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "crawl":
             p.add_argument("--rounds", type=int, help="rounds to run (sets crawl.rounds)")
             p.add_argument("--topN", type=int, help="URLs per round (sets crawl.topN)")
-            p.add_argument("--every", type=parse_duration, help="start a round every DURATION (e.g. 30m, 6h, 1d)")
+            p.add_argument("--every", type=parse_every, help="start a round every DURATION (e.g. 30m, 6h, 1d)")
             p.add_argument("--until", type=parse_time, help="with --every: stop at this time (ISO 8601, UTC)")
         if name == "round":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
@@ -115,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--format", help="parquet, jsonl, solr or elasticsearch (sets export.format)")
             p.add_argument("--out", help="output directory (default: <crawl dir>/exports/<format>-v<version>)")
             p.add_argument("--since-version", type=int, metavar="V",
-                           help="only pages whose boost or content changed since crawldb version V, plus deletions")
+                           help="only what changed since the newest export of crawldb version V, plus deletions")
+            p.add_argument("--since-export", metavar="DIR",
+                           help="only what changed since the complete export in DIR, plus deletions")
         if name == "evaluate":
             from crawlkit.evaluate.cli import add_arguments
             add_arguments(p)
@@ -162,6 +172,9 @@ def run(args) -> dict:
     from crawlkit.spark import get_spark, job_group
 
     conf = _conf_from(args)
+    if conf["focus.words"] or conf["focus.synonyms"]:   # a bad query word fails now, not after a fetch
+        from crawlkit.scoring.focus.query import load_query
+        load_query(conf)
     if args.command == "evaluate":  # runs on the driver; Spark only for the Delta crawldb
         from crawlkit.evaluate.cli import run_evaluate
         return run_evaluate(args, conf)
@@ -223,7 +236,7 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     if cmd == "crawl":
         from crawlkit.crawl import run_crawl, run_every
         _abandon(args, spark, conf, now, say)
-        if args.every:
+        if args.every is not None:
             reports = run_every(spark, conf, args.seeds, args.every, args.until, args.rounds,
                                 utc_now, time.sleep, say)
         else:
@@ -237,7 +250,7 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         if args.format:
             conf = conf.with_overrides({"export.format": args.format}, origin="--format")
         try:
-            return run_export(spark, conf, args.out, args.since_version)
+            return run_export(spark, conf, args.out, args.since_version, args.since_export)
         except ConfError:
             raise
         except ValueError as exc:

@@ -1,8 +1,9 @@
 """Export: crawl scores as static search-index boosts (Parquet, JSON Lines, Solr, Elasticsearch).
 
 One record per indexable page (pages.py), a boost that keeps its scale across rounds
-(boost.py), optionally only what changed since an older crawldb version (incremental.py),
-written by Spark as files for a bulk loader with the target's schema (formats.py, job.py).
+(boost.py), optionally only what changed since what an earlier export sent (incremental.py,
+baseline.py), written by Spark as files for a bulk loader with the target's schema (formats.py,
+job.py).
 docs/export.md has the formats, formulas and loading commands.
 
 Example::

@@ -19,8 +19,9 @@ minmax      lo + (hi - lo) * (s - min) / (max - min)     [lo, hi] (lo if max = m
 ==========  ===========================================  ===========================
 
 ``power`` is Nutch's ``indexer.score.power`` applied to the median-normalised score.
-Every boost is at least :data:`MIN_BOOST`: Lucene's FeatureField, behind Elasticsearch's
-``rank_feature`` and Solr's ``RankField``, refuses zero and negative values.
+Every boost is then clamped to [:data:`MIN_BOOST`, :data:`MAX_BOOST`]: Lucene's FeatureField,
+behind Elasticsearch's ``rank_feature`` and Solr's ``RankField``, takes only positive, finite
+float values (a huge score ratio overflows ``power`` and ``log`` to infinity).
 
 Example::
 
@@ -30,13 +31,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from crawlkit.conf import Conf, ConfError
 
 TRANSFORMS = ("raw", "power", "log", "percentile", "minmax")
 MIN_BOOST = 1e-12
+# Java's Float.MAX_VALUE (printed 3.4028235E38): FeatureField stores a float, and a larger
+# double would become Infinity there, which it refuses.
+MAX_BOOST = 3.4028234663852886e38
 # percentile_approx accuracy for the median: rank error at most 1/10000 of the page count.
 MEDIAN_ACCURACY = 10000
 
@@ -115,5 +119,12 @@ def with_boost(records: DataFrame, conf: Conf, buckets: int = 8) -> tuple[DataFr
             fraction = (s - F.lit(dist.min)) / F.lit(span) if span > 0 else F.lit(0.0)
         lo, hi = conf["export.range_min"], conf["export.range_max"]
         boost = F.lit(lo) + F.lit(hi - lo) * fraction
-    boosted = records.withColumn("boost", F.greatest(boost, F.lit(MIN_BOOST)))
+    boosted = records.withColumn("boost", clamped(boost))
     return boosted.drop("_fraction"), dist
+
+
+def clamped(boost: Column) -> Column:
+    """The boost within [MIN_BOOST, MAX_BOOST]; NaN (Spark orders it above every number,
+    so ``least`` would make it the maximum) becomes MIN_BOOST."""
+    bounded = F.least(F.greatest(boost, F.lit(MIN_BOOST)), F.lit(MAX_BOOST))
+    return F.when(F.isnan(boost), F.lit(MIN_BOOST)).otherwise(bounded)

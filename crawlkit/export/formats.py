@@ -16,6 +16,8 @@ score is ``crawl_score`` because ``score`` is Solr's relevance pseudo-field.
 
 Deletions of an incremental export use the same format: ``{"delete":{"id":...}}`` lines for
 Solr, ``{"delete":{"_index","_id"}}`` actions for Elasticsearch, a ``url`` column otherwise.
+The ``state`` part (what the index holds after loading the export) is Parquet of the record
+schema in every format: it is read back by crawlkit, not by a loader.
 """
 from __future__ import annotations
 
@@ -105,6 +107,12 @@ def _save(frame: DataFrame, conf: Conf, path: str) -> None:
 def write_records(records: DataFrame, conf: Conf, path: str) -> None:
     frame = schemas.conform(records, "boosts")
     _save(frame if conf["export.format"] in ("parquet", "jsonl") else _lines(frame, conf), conf, path)
+
+
+def write_state(records: DataFrame, conf: Conf, path: str) -> None:
+    """The records as Parquet whatever the format (an empty state still gets its schema)."""
+    schemas.conform(records, "boosts").repartition(conf["export.partitions"], "url") \
+        .sortWithinPartitions("url").write.mode("overwrite").parquet(path)
 
 
 def write_deletes(urls: DataFrame, conf: Conf, path: str) -> None:

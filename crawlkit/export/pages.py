@@ -4,9 +4,10 @@ Title, noindex and canonical live in the segments' parse output, not in the craw
 page the export takes the newest parse row (across all segments) whose signature equals the
 crawldb's signature: the parse of exactly the content that crawldb version describes. So a
 segment parsed but not yet applied by updatedb cannot put a newer title next to an older
-digest, and the same rule against an older crawldb version (time travel) rebuilds that
-version's records, which incremental export compares with. A page whose parse is gone (its
-segments deleted) or failed is not exported, as Nutch's indexer skips unparsed pages.
+digest. A page whose parse is gone (its segments deleted) or failed is not exported, as
+Nutch's indexer skips unparsed pages. (An incremental export compares with what an earlier
+export sent, baseline.py; only for exports made without a state does it rebuild an older
+version's records, from the segments that version had applied.)
 
 Example::
 
@@ -15,10 +16,12 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import schemas, segment_names, storage
 from crawlkit.conf import Conf
 from crawlkit.status import Status
 
@@ -30,11 +33,11 @@ PSEUDO_PREFIX = "crawlkit:"
 PARSE_COLUMNS = ("url", "signature", "title", "noindex", "canonical", "segment")
 
 
-def parse_rows(spark: SparkSession, crawl_dir: str) -> DataFrame:
-    """Successful parse rows of every segment, only the columns the export reads (Parquet
-    column pruning keeps the text and outlinks on disk)."""
+def parse_rows(spark: SparkSession, crawl_dir: str, keep: Callable[[str], bool] | None = None) -> DataFrame:
+    """Successful parse rows of every segment (of those ``keep`` accepts), only the columns
+    the export reads (Parquet column pruning keeps the text and outlinks on disk)."""
     paths = [storage.segment_path(crawl_dir, s, "parse") for s in storage.list_segments(spark, crawl_dir)
-             if storage.segment_part_exists(spark, crawl_dir, s, "parse")]
+             if (keep is None or keep(s)) and storage.segment_part_exists(spark, crawl_dir, s, "parse")]
     rows = (spark.read.schema(schemas.struct("parse")).parquet(*paths) if paths
             else schemas.empty(spark, "parse"))
     return rows.filter(F.col("parse_status") == "success").select(*PARSE_COLUMNS)
@@ -66,7 +69,8 @@ def candidates(crawldb: DataFrame, parses: DataFrame, conf: Conf) -> DataFrame:
               .agg(F.any_value("db.signature").alias("signature"), F.any_value("db.score").alias("score"),
                    F.any_value("db.components").alias("components"),
                    # null when no parse row matched: max_by skips null orderings
-                   F.max_by(F.struct("p.title", "p.noindex", "p.canonical"), F.col("p.segment")).alias("parse")))
+                   F.max_by(F.struct("p.title", "p.noindex", "p.canonical"),
+                            segment_names.order_column(F.col("p.segment"))).alias("parse")))
     skip = (F.when(F.col("parse").isNull(), F.lit("no_parse"))
             .when(F.col("parse.noindex"), F.lit("noindex")))
     return joined.select(

@@ -51,12 +51,17 @@ class Crawl:
     def __init__(self, spark, root):
         self.spark, self.dir = spark, str(root / "crawl")
 
-    def crawldb(self, rows: list[dict]) -> int:
-        """Replace the crawldb's rows (a new Delta version); returns that version."""
+    def crawldb(self, rows: list[dict], tag: str | None = None) -> int:
+        """Replace the crawldb's rows (a new Delta version, its commit tagged ``tag`` as a
+        stage tags it, e.g. ``updatedb:<segment>``); returns that version."""
         path = storage.crawldb_path(self.dir)
         storage.ensure_table(self.spark, path, "crawldb")
         df = schemas.frame(self.spark, "crawldb", rows)
-        df.write.format("delta").mode("overwrite").save(path)
+        if tag is None:
+            df.write.format("delta").mode("overwrite").save(path)
+        else:
+            with storage.commit_tag(self.spark, tag):
+                df.write.format("delta").mode("overwrite").save(path)
         return storage.table_version(self.spark, path)
 
     def parse(self, rows: list[dict], segment: str = "20260301000000") -> None:
@@ -70,8 +75,10 @@ class Crawl:
         base.update(overrides)
         return make_conf(**base)
 
-    def export(self, out: str | None = None, since_version: int | None = None, **overrides) -> dict:
-        return run_export(self.spark, self.conf(**overrides), out, since_version)
+    def export(self, out: str | None = None, since_version: int | None = None,
+               since_export: str | None = None, **overrides) -> dict:
+        since = {} if since_export is None else {"since_export": since_export}
+        return run_export(self.spark, self.conf(**overrides), out, since_version, **since)
 
 
 def part_files(directory: str) -> list[str]:

@@ -80,3 +80,16 @@ def test_boosts_are_stable_across_rounds(crawl, spark):
     # Raw PageRank shrinks as the crawl grows (why the others normalise); they stay within 2 %.
     assert shifts["raw"] > 0.03, shifts
     assert max(shifts[k] for k in ("power", "log", "percentile", "minmax")) < 0.02, shifts
+
+
+@pytest.mark.parametrize("kind", ["power", "log"])
+def test_boosts_stay_finite_floats(spark, kind):
+    """A huge score ratio overflows (s / m) ** p and log2 to infinity, which FeatureField
+    refuses: the boost is clamped to the largest float instead."""
+    records = spark.createDataFrame([("http://a.test/", 1e-300), ("http://b.test/", 1e-300), ("http://c.test/", 1e300)],
+                                    "url string, score double")
+    boosted, _ = with_boost(records, make_conf(export__boost=kind, export__power=1.0))
+    got = {r.url: r.boost for r in boosted.collect()}
+    largest_float = float(np.finfo(np.float32).max)  # Java's Float.MAX_VALUE
+    assert got["http://c.test/"] == largest_float
+    assert all(MIN_BOOST <= b <= largest_float for b in got.values())
