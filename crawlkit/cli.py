@@ -73,6 +73,17 @@ def parse_duration(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 30m, 6h, 1d)") from None
 
 
+def _count(text: str) -> int:
+    """A number of items: an integer, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count (0 or more), got {text!r}")
+    return value
+
+
 def parse_every(text: str) -> float:
     """--every: a duration above zero (0 would start rounds back to back)."""
     seconds = parse_duration(text)
@@ -138,12 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
         if name in ("stats", "dump", "top"):
             p.add_argument("--json", action="store_true", help="print everything as one JSON line instead of text")
         if name == "stats":
-            p.add_argument("--hosts", type=int, default=10, metavar="N", help="hosts to list (default 10)")
+            p.add_argument("--hosts", type=_count, default=10, metavar="N", help="hosts to list (default 10)")
         if name == "dump":
             p.add_argument("--url", required=True, help="the URL (normalized as inject does)")
-            p.add_argument("--limit", type=int, default=100, metavar="N", help="inlinks and outlinks to list (default 100)")
+            p.add_argument("--limit", type=_count, default=100, metavar="N", help="inlinks and outlinks to list (default 100)")
         if name == "top":
-            p.add_argument("--n", type=int, default=20, metavar="N", help="pages to list (default 20)")
+            p.add_argument("--n", type=_count, default=20, metavar="N", help="pages to list (default 20)")
         if name == "report":
             p.add_argument("--out", help="HTML file to write (default: <crawl dir>/report.html)")
     return parser

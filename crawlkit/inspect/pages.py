@@ -1,8 +1,10 @@
 """``crawlkit top`` and ``crawlkit dump``: single pages, with the links that explain their score.
 
-"The active score" is the crawldb's ``score`` column: what generate sorts by (the scorer named
-by ``scoring.scorer``, or the ``scoring.combine`` combination); the components each scorer
-wrote are in ``scores``. Links come from the linkdb of the same snapshot, so they hold the
+"The active score" is the crawldb's ``score`` column: the ordering score (the scorer named by
+``scoring.scorer``, or the ``scoring.combine`` combination); the components each scorer wrote
+are in ``scores``. It is what generate sorts by under ``generate.policy = score``; the default
+policy interleaves it with other metrics (``generate.interleave``), so the next fetch list is
+not simply ``top``'s list. Links come from the linkdb of the same snapshot, so they hold the
 followable links updatedb kept (nofollow and per-page caps applied), with their anchors.
 """
 from __future__ import annotations

@@ -121,7 +121,7 @@ def _scores_section(data: dict) -> list[str]:
     out = ["<h2>Scores</h2>",
            plots.score_histogram([{**r, "group": STATUS_GROUPS.get(r["status"], "other")}
                                   for r in data["stats"]["score_histogram_by_status"]],
-                                 "group", "Active score (what generate sorts by), by status",
+                                 "group", "Active (ordering) score, by status",
                                  data["stats"]["bins_per_decade"], plots.GROUP_COLOURS),
            _table(list(score), [list(score.values())], numeric=set(range(len(score))))]
     if len({c["component"] for c in data["score_components"]}) > 1:   # one alone is the active score again

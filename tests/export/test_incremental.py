@@ -122,3 +122,20 @@ def test_a_vacuumed_version_is_a_clear_error_before_anything_is_written(crawl, s
                                          "run a full export"):
         cli_export(crawl.dir, "--since-version", str(v1), "--out", str(tmp_path / "vacuumed"))
     assert os.listdir(tmp_path) == ["crawl"] and not os.path.exists(f"{crawl.dir}/exports")
+
+
+def test_since_export_reads_the_state_of_an_export_written_anywhere(crawl, tmp_path):
+    p = [f"http://p{i}.test/" for i in range(3)]
+    crawl.parse([parse_row(u) for u in p])
+    crawl.crawldb([crawldb_row(u, s) for u, s in zip(p, [1.0, 2.0, 3.0])])
+    loaded = str(tmp_path / "loaded")                    # not under <crawl>/exports
+    crawl.export(out=loaded, export__format="elasticsearch")
+    crawl.crawldb([crawldb_row(u, s) for u, s in zip(p[1:], [2.0, 3.0])])   # p0 left the crawl
+
+    counters = crawl.export(out=str(tmp_path / "inc"), since_export=loaded, export__format="elasticsearch")
+    assert (counters["baseline"], exported_urls(counters, "deletes")) == (loaded, [p[0]])
+
+    with pytest.raises(SystemExit, match="not a complete export"):
+        cli_export(crawl.dir, "--since-export", str(tmp_path), "--out", str(tmp_path / "x"))
+    with pytest.raises(SystemExit, match="not both"):
+        cli_export(crawl.dir, "--since-export", loaded, "--since-version", "0", "--out", str(tmp_path / "y"))

@@ -80,3 +80,10 @@ def test_looking_at_a_mistyped_crawl_directory_leaves_nothing_behind(spark, tmp_
     with pytest.raises(SystemExit, match="no crawldb"):
         main(["stats", "--crawl-dir", str(typo), "--quiet", "--conf", "spark.shuffle_partitions=2"])
     assert not typo.exists()   # no _checkpoints/<uuid> made for a read-only command
+
+
+@pytest.mark.parametrize("argv", [["top", "--n", "-1"], ["stats", "--hosts", "x"], ["dump", "--url", "a", "--limit", "-5"]])
+def test_a_negative_count_is_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--crawl-dir", "nowhere"])
+    assert exit_.value.code == 2 and "expected a count" in capsys.readouterr().err
