@@ -111,8 +111,7 @@ def run_crawl(spark: SparkSession, conf: Conf, seeds: str | None, rounds: int,
             break
         reports.append(report)
         fetched_total += pages_fetched_now(report)
-        if conf["crawl.max_pages"] and fetched_total >= conf["crawl.max_pages"]:
-            log(f"crawl-and-stop: {fetched_total} pages fetched")
+        if _budget_spent(conf, fetched_total, log):
             break
     return reports
 
@@ -121,6 +120,14 @@ def pages_fetched_now(report: RoundReport) -> int:
     """Pages the round's fetch stage fetched in this process (0 when it only scored)."""
     fetch = report.counters.get("fetch", {})
     return fetch.get("fetched_now", fetch.get("pages", 0))
+
+
+def _budget_spent(conf: Conf, fetched_total: int, log) -> bool:
+    """Crawl and stop: whether this command has requested crawl.max_pages pages."""
+    if conf["crawl.max_pages"] and fetched_total >= conf["crawl.max_pages"]:
+        log(f"crawl-and-stop: {fetched_total} pages fetched")
+        return True
+    return False
 
 
 def _within_budget(conf: Conf, fetched_total: int) -> Conf:
@@ -159,7 +166,6 @@ def run_every(spark: SparkSession, conf: Conf, seeds: str | None, every: float,
     reports: list[RoundReport] = []
     start = next_start = clock()
     fetched_total = 0
-    limit = conf["crawl.max_pages"]
     while rounds is None or len(reports) < rounds:
         wait = (next_start - clock()).total_seconds()
         if wait > 0:
@@ -170,8 +176,7 @@ def run_every(spark: SparkSession, conf: Conf, seeds: str | None, every: float,
         report = run_round(spark, _within_budget(conf, fetched_total), began, log)
         reports.append(report)
         fetched_total += pages_fetched_now(report)
-        if limit and fetched_total >= limit:
-            log(f"crawl-and-stop: {fetched_total} pages fetched")
+        if _budget_spent(conf, fetched_total, log):
             break
         slots = (clock() - start).total_seconds() // every + 1   # the first slot not yet begun
         skipped = slots - (next_start - start).total_seconds() // every - 1

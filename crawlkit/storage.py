@@ -234,6 +234,12 @@ def applied_in(commits: list[dict], tag: str) -> bool:
     return any(tag in tags_of(commit["userMetadata"]) for commit in commits)
 
 
+def applied_segments(commits: list[dict], version: int) -> set[str]:
+    """The segments whose ``updatedb:<segment>`` commit is at or before ``version``."""
+    return {tag.removeprefix("updatedb:") for commit in commits if commit["version"] <= version
+            for tag in tags_of(commit["userMetadata"]) if tag.startswith("updatedb:")}
+
+
 def tags_in(commits: list[dict]) -> set[str]:
     """Every stage tag the ``commits`` carry."""
     return {tag for commit in commits for tag in tags_of(commit["userMetadata"])}

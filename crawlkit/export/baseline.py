@@ -95,14 +95,9 @@ def applied_by(commits: list[dict], version: int) -> Callable[[str], bool]:
     """Whether a segment's parse belongs to crawldb ``version``: its ``updatedb:<segment>``
     commit is at or before it. A segment no commit names (its commits are older than the
     history Delta keeps, or it was written by hand) is older than every kept version: kept."""
-    applied, named = set(), set()
-    for commit in commits:
-        for tag in storage.tags_of(commit["userMetadata"]):
-            stage, _, segment = tag.partition(":")
-            if stage in ("generate", "updatedb"):
-                named.add(segment)
-                if stage == "updatedb" and commit["version"] <= version:
-                    applied.add(segment)
+    applied = storage.applied_segments(commits, version)
+    named = {segment for stage, _, segment in (tag.partition(":") for tag in storage.tags_in(commits))
+             if stage in ("generate", "updatedb")}
     return lambda segment: segment in applied or segment not in named
 
 

@@ -126,7 +126,7 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
     if since_version is not None and not 0 <= since_version <= version:
         raise ValueError(f"--since-version must be between 0 and the crawldb version {version}")
     _check_score_key(spark, conf, db_path, version)
-    if out is not None:
+    if out is not None:   # a wrong --out fails before the baseline is read
         _check_out(spark, out)
     cached: list = []
     base = None
@@ -134,8 +134,9 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
         # before anything is written: an unreadable baseline fails here
         base = baseline.resolve(spark, crawl_dir, fmt, version, since_version, since_export,
                                 lambda v, parses: _boosted(spark, conf, v, parses, cached)[1])
-    out = out or default_out(crawl_dir, fmt, version, None if base is None else base.since_version)
-    _check_out(spark, out)
+    if out is None:
+        out = default_out(crawl_dir, fmt, version, None if base is None else base.since_version)
+        _check_out(spark, out)
     staging = _sibling(out, "writing")
     try:
         counters = _write(spark, conf, staging, version, base, cached)

@@ -72,16 +72,8 @@ def forms(word_list: list[str]) -> list[str]:
     for w in word_list:
         w = w.strip().lower()
         if w:
-            out += [f(x) for x in (w, w + "s", w + "es") for f in (_nfc, _nfd)]
+            out += [unicodedata.normalize(form, x) for x in (w, w + "s", w + "es") for form in ("NFC", "NFD")]
     return sorted(set(out))
-
-
-def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
-
-
-def _nfd(text: str) -> str:
-    return unicodedata.normalize("NFD", text)
 
 
 def checked_words(key: str, values: list[str]) -> tuple[str, ...]:
