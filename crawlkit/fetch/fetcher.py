@@ -73,7 +73,7 @@ class _PartitionFetch:
         self.queues = HostQueues(
             threads_per_host=settings.threads_per_host, delay=settings.server_delay,
             max_errors=settings.max_exceptions_per_host, max_pause=settings.max_host_pause,
-            deadline=self.deadline, reject=self._reject)
+            backoff=settings.error_backoff, deadline=self.deadline, reject=self._reject)
         threads = [threading.Thread(target=self._work, name=f"fetch-{i}", daemon=True)
                    for i in range(max(1, settings.threads))]
         for thread in threads:
@@ -161,11 +161,10 @@ class _PartitionFetch:
         if response.failure is Failure.BLOCKED and not hops:
             self.queues.close_host(hq, Closure(FetchStatus.BLOCKED, response.error))
             return result, {"requested": False}
-        cut_by_time_limit = result["error"] == "time limit"
         return result, {
             **release,
             "requested": True,
-            "transport_error": response.failure is Failure.TRANSPORT and not cut_by_time_limit,
+            "server_error": _server_error(response, hops, result),
             "retry_after": result["retry_after"],
         }
 
@@ -276,6 +275,16 @@ class _PartitionFetch:
                         headers=response.headers, content=content,
                         truncated=response.truncated, redirect_url=redirect_url,
                         retry_after=retry_after, error=error, **common)
+
+
+def _server_error(response: Response, hops: int, result: dict) -> bool:
+    """Whether the host itself failed the request: a connection error (not one our time limit
+    cut), or an answer asking to come back later (5xx, 429). An answer that came from a
+    redirect target is the target's host's, not this one's."""
+    if response.failure is Failure.TRANSPORT:
+        return result["error"] != "time limit"
+    return (response.failure is None and not hops
+            and result["fetch_status"] == FetchStatus.RETRY.value)
 
 
 def _server_time(response: Response) -> datetime:

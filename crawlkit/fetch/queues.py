@@ -2,7 +2,9 @@
 
 Every host has a queue of pending fetch-list rows, a count of requests in flight (at most
 ``threads_per_host``) and the earliest time its next request may start: the end of its last
-request plus its delay (``server_delay``, or the robots.txt Crawl-delay). Ready hosts sit in a
+request plus its delay (``server_delay``, or the robots.txt Crawl-delay), multiplied by
+``backoff`` for each server error in a row (5xx, 429, connection errors: the host is failing or
+overloaded, and asking again at the same rate makes it worse). Ready hosts sit in a
 heap keyed by that time, so a free thread always takes the host that has waited longest —
 many hosts are fetched in parallel while each one stays polite — and a thread with nothing
 ready sleeps exactly until the next host is due.
@@ -66,13 +68,14 @@ class HostQueues:
     """The per-host queues of one partition, shared by the fetch threads."""
 
     def __init__(self, *, threads_per_host: int, delay: float, max_errors: int,
-                 max_pause: float, deadline: float = math.inf,
+                 max_pause: float, backoff: float = 1.0, deadline: float = math.inf,
                  reject: Callable[[str, Row, Closure], None],
                  clock: Callable[[], float] = time.monotonic):
         self.threads_per_host = max(1, threads_per_host)
         self.default_delay = delay
         self.max_errors = max_errors
         self.max_pause = max_pause
+        self.backoff = backoff
         self.deadline = deadline
         self._reject = reject
         self._clock = clock
@@ -154,14 +157,16 @@ class HostQueues:
                     return decision
                 self._cond.wait(None if decision == math.inf else decision)
 
-    def release(self, hq: HostQueue, *, requested: bool, transport_error: bool = False,
+    def release(self, hq: HostQueue, *, requested: bool, server_error: bool = False,
                 delay: float | None = None, retry_after: int | None = None,
                 requeue: Row | None = None) -> None:
         """End a slot taken with ``take``.
 
         ``requested``: a request was made, so the host's delay starts now (otherwise its
-        schedule is unchanged). ``transport_error``: counts towards ``max_errors`` in a row (any
-        other outcome resets the count); at the cap the host is closed. ``delay``: the host's
+        schedule is unchanged). ``server_error`` (a 5xx or 429 answer, a connection error):
+        counts towards ``max_errors`` in a row (any other outcome resets the count); at the cap
+        the host is closed, below it the host waits ``delay * backoff ** errors`` (at most
+        ``max_pause``, never less than its delay) before its next request. ``delay``: the host's
         new delay (robots.txt Crawl-delay). ``retry_after``: seconds the server asked us to wait;
         the host pauses that long, or is closed when that is beyond ``max_pause`` or the time
         limit.
@@ -174,8 +179,8 @@ class HostQueues:
                 hq.delay = delay
             if requested:
                 end = self._clock()
-                hq.next_start = max(hq.next_start, end + hq.delay, end + (retry_after or 0))
-                hq.errors = hq.errors + 1 if transport_error else 0
+                hq.errors = hq.errors + 1 if server_error else 0
+                hq.next_start = max(hq.next_start, end + self._wait(hq), end + (retry_after or 0))
             if requeue is not None:
                 if hq.closure is None and self._closed_all is None:
                     hq.pending.appendleft(requeue)
@@ -183,7 +188,7 @@ class HostQueues:
                 else:
                     self._reject(hq.host, requeue, hq.closure or self._closed_all)
             if hq.closure is None:
-                if transport_error and hq.errors >= self.max_errors > 0:
+                if server_error and hq.errors >= self.max_errors > 0:
                     self._close_host(hq, HOST_ERROR_CAP)
                 elif retry_after and (retry_after > self.max_pause
                                       or hq.next_start >= self.deadline):
@@ -223,6 +228,12 @@ class HostQueues:
             self._cond.notify_all()
 
     # --- internals (lock held) -----------------------------------------------------------
+
+    def _wait(self, hq: HostQueue) -> float:
+        """The host's wait after a request: its delay, backed off after errors in a row."""
+        if not hq.errors or self.backoff <= 1.0:
+            return hq.delay
+        return max(hq.delay, min(hq.delay * self.backoff ** min(hq.errors, 64), self.max_pause))
 
     def _schedule(self, hq: HostQueue) -> bool:
         """Re-file ``hq`` in the ready heap after a change; True when it is eligible."""

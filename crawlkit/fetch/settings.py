@@ -34,6 +34,7 @@ class FetchSettings:
     max_retry_after: float
     max_host_pause: float
     max_exceptions_per_host: int
+    error_backoff: float
     queue_capacity: int
     verify_tls: bool
     allow_private: tuple[str, ...]

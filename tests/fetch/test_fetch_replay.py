@@ -183,6 +183,24 @@ def test_host_error_cap_skips_the_rest_of_the_host(fetch):
     assert stats.errors["host error cap"] == 3
 
 
+def test_server_errors_back_the_host_off_and_close_it(fetch, replay):
+    failing = [trap("failing.test", f"status/{code}") for code in (500, 502, 504)] + [
+        f"http://failing.test/__trap/page/{i}" for i in range(2)]
+    recovering = [trap("recovering.test", "status/500"), trap("recovering.test", "status/429")] + [
+        f"http://recovering.test/__trap/page/{i}" for i in range(2)]
+    results, _ = fetch(failing + recovering, fetcher__server_delay=0.1,
+                       fetcher__error_backoff=2.0, fetcher__max_exceptions_per_host=3)
+    assert [results[url]["fetch_status"] for url in failing[:3]] == ["retry"] * 3
+    for url in failing[3:]:                   # three 5xx in a row close the host for the round
+        assert (results[url]["fetch_status"], results[url]["error"]) == ("skipped", "host error cap")
+    assert len(requests_to(replay, "failing.test")) == 1 + 3     # robots.txt, then the three
+    assert [results[url]["fetch_status"] for url in recovering] == ["retry"] * 2 + ["success"] * 2
+    waited = gaps(requests_to(replay, "recovering.test"))[1:]     # after robots.txt
+    # 0.1 s doubled after the 500, doubled again after the 429; back to 0.1 s after a page
+    assert waited[0] >= 0.2 - 0.01 and waited[1] >= 0.4 - 0.01
+    assert 0.1 - 0.01 <= waited[2] < 0.4
+
+
 def test_long_retry_after_skips_the_host_short_one_pauses_it(fetch, replay):
     long_wait = [trap("busy.test", "status/429?retry_after=3600")] + [
         f"http://busy.test/__trap/page/{i}" for i in range(2)]

@@ -101,11 +101,34 @@ def test_only_consecutive_errors_count():
     clock = Clock()
     queues, rejected = make_queues(clock, delay=0.0, max_errors=2)
     add(queues, "http://a/1", "http://a/2", "http://a/3", "http://a/4")
-    for transport_error in (True, False, True):        # a success resets the count
+    for server_error in (True, False, True):        # a success resets the count
         host, _ = take(queues, clock)
-        queues.release(host, requested=True, transport_error=transport_error)
+        queues.release(host, requested=True, server_error=server_error)
     assert rejected == []
     assert take(queues, clock)[1]["url"] == "http://a/4"
+
+
+def test_server_errors_in_a_row_back_the_host_off():
+    clock = Clock()
+    queues, rejected = make_queues(clock, delay=1.0, max_errors=0, max_pause=5.0, backoff=2.0)
+    add(queues, *(f"http://a/{i}" for i in range(6)))
+    waits = []
+    for server_error in (True, True, True, False, True):
+        host, _ = take(queues, clock)
+        queues.release(host, requested=True, server_error=server_error)
+        waits.append(queues.poll(clock.now))
+        clock.now += waits[-1]
+    # 1 s delay doubled per error in a row, capped at max_pause; an answer resets it
+    assert waits == [2.0, 4.0, 5.0, 1.0, 2.0] and rejected == []
+
+
+def test_back_off_never_shortens_a_long_crawl_delay():
+    clock = Clock()
+    queues, _ = make_queues(clock, delay=1.0, max_errors=0, max_pause=5.0, backoff=2.0)
+    add(queues, "http://a/1", "http://a/2")
+    host, _ = take(queues, clock)
+    queues.release(host, requested=True, server_error=True, delay=30.0)   # Crawl-delay: 30
+    assert queues.poll(clock.now) == 30.0
 
 
 def test_error_cap_rejects_pending_and_later_rows():
@@ -114,7 +137,7 @@ def test_error_cap_rejects_pending_and_later_rows():
     add(queues, "http://a/1", "http://a/2", "http://a/3", "http://a/4")
     for _ in range(2):
         host, _ = take(queues, clock)
-        queues.release(host, requested=True, transport_error=True)
+        queues.release(host, requested=True, server_error=True)
     assert rejected == [("http://a/3", HOST_ERROR_CAP), ("http://a/4", HOST_ERROR_CAP)]
     add(queues, "http://a/5")
     assert rejected[-1] == ("http://a/5", HOST_ERROR_CAP)
