@@ -32,6 +32,7 @@ class Snapshot:
     linkdb_version: int | None    # None: no linkdb commit before the crawldb version
     committed_at: datetime        # commit time of the crawldb version
     generated: frozenset[str]     # segments generated at or before the version (generate:<segment> tags)
+    applied: frozenset[str] = frozenset()   # of those, the ones updatedb had applied (updatedb:<segment>)
 
     def versions(self) -> dict:
         return {"crawldb_version": self.crawldb_version, "linkdb_version": self.linkdb_version,
@@ -79,4 +80,5 @@ def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) ->
     return Snapshot(
         crawldb=crawldb.filter(~F.col("url").startswith(VIRTUAL_PREFIX)),
         links=links.filter(~F.col("src").startswith(VIRTUAL_PREFIX) & ~F.col("dst").startswith(VIRTUAL_PREFIX)),
-        crawldb_version=version, linkdb_version=link_version, committed_at=committed_at, generated=generated)
+        crawldb_version=version, linkdb_version=link_version, committed_at=committed_at, generated=generated,
+        applied=frozenset(storage.applied_segments(commits, version)))

@@ -57,6 +57,19 @@ def test_the_cli_writes_the_report_of_an_older_version(spark, small_crawl, tmp_p
     assert SEG1 in html and SEG2 not in html                  # round 2 was generated after version 2
 
 
+def test_an_older_version_shows_only_what_had_happened_by_then(spark, small_crawl):
+    from crawlkit.conf import make_conf
+    conf = make_conf(crawl__dir=small_crawl)
+    generated_only = collect(spark, small_crawl, conf, NOW, version=2)["rounds"]
+    # version 2 is round 1's fetch list: its fetch, parse and updatedb came after
+    assert generated_only == [
+        {"segment": SEG1, "generated": 4, "fetch_by_status": {}, "fetched": 0, "outcomes": 0,
+         "bytes": None, "parsed": None, "new_urls": None, "seconds": {}, "options": None,
+         "stats": {"generate": STATS[SEG1]["generate"]}}]
+    applied = collect(spark, small_crawl, conf, NOW, version=3)["rounds"]
+    assert [(r["segment"], r["outcomes"], r["new_urls"]) for r in applied] == [(SEG1, 4, 2)]
+
+
 def test_the_page_is_self_contained_and_renders_without_errors(data, tmp_path):
     browser = find_chromium()
     if browser is None:
