@@ -133,3 +133,12 @@ def test_explored_directory_pages_sets_the_tier_and_zero_turns_it_off(crawldb, m
                               focus__explored_directory_pages=0)
     assert off == ["http://x.test/a/new.html", "http://y.test/b/new.html", "http://w.test/new.html",
                    "http://h.test/cold.html", "http://z.test/c/new.html"]
+
+
+def test_hot_queue_without_topic_words_is_refused(spark, make_test_conf, tmp_path):
+    from crawlkit.conf import ConfError
+    from crawlkit.stages.generate import run_generate
+    conf = make_test_conf(crawl__dir=str(tmp_path / "crawl"), generate__policy="hot_queue")
+    with pytest.raises(ConfError, match="focus.words"):
+        run_generate(spark, conf, NOW)
+    assert not (tmp_path / "crawl").exists()                 # refused before anything is written
