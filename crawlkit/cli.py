@@ -27,6 +27,7 @@ STAGES = {
     "fetch": "fetch a segment's fetch list, politely",
     "parse": "parse a segment's fetched content",
     "updatedb": "apply a fetched and parsed segment to the crawldb and link table",
+    "dedup": "mark pages whose visible text a kept page already has as duplicate",
     "score": "run a scorer (PageRank, OPIC, ...) and write the scores to the crawldb",
     "evict": "apply the limited buffer (crawl.buffer_pages): evict the lowest-scored stored pages",
     "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/score",
@@ -47,7 +48,7 @@ NOT_YET = {
 INSPECTION = ("stats", "dump", "top", "report")
 
 # Commands that change the crawl directory hold its lock while they run.
-WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "score", "evict", "crawl", "round"}
+WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict", "crawl", "round"}
 
 
 def utc_now() -> datetime:
@@ -101,7 +102,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--now", type=parse_time, help="logical time of the stage (ISO 8601, UTC)")
     parser.add_argument("--quiet", action="store_true", help="print only errors and the final JSON counters")
     parser.add_argument("--break-lock", action="store_true",
-                        help="remove a crawl-directory lock left by a process that died, then proceed")
+                        help="remove a crawl-directory lock left by a process that died on another machine "
+                             "(one on this machine is broken without asking), then proceed")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
         if name in ("inject", "crawl"):
             p.add_argument("--seeds", required=(name == "inject"), help="seeds file, one URL per line")
-        if name in ("fetch", "parse", "updatedb", "score", "evict"):
+        if name in ("fetch", "parse", "updatedb", "dedup", "score", "evict"):
             p.add_argument("--segment", help="segment name (default: the newest)")
         if name == "generate":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
@@ -168,6 +170,18 @@ def _conf_from(args):
         if value is not None:
             overrides[key] = value
     return load_conf(site=args.site, overrides=overrides)
+
+
+def _require_applied(spark, conf, segment: str) -> None:
+    """Scoring a segment (OPIC moves its cash) before updatedb applied it would move the cash
+    over a link table without its links, and tag it done: the round's own scoring would then
+    skip it."""
+    from crawlkit import storage
+    db_path = storage.crawldb_path(conf["crawl.dir"])
+    tag = f"updatedb:{segment}"
+    if not (storage.is_delta(spark, db_path)
+            and storage.was_applied(spark, db_path, tag, since=storage.generated_tag(segment))):
+        raise SegmentStateError(f"segment {segment} is not applied to the crawldb yet: run updatedb first")
 
 
 def _latest_segment(spark, conf) -> str:
@@ -232,8 +246,13 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     if cmd == "updatedb":
         from crawlkit.stages.updatedb import run_updatedb
         return run_updatedb(spark, conf, now, args.segment or _latest_segment(spark, conf))
+    if cmd == "dedup":
+        from crawlkit.stages.dedup import run_dedup
+        return run_dedup(spark, conf, args.segment or _latest_segment(spark, conf))
     if cmd == "score":
         from crawlkit.scoring import run_scoring
+        if args.segment:
+            _require_applied(spark, conf, args.segment)
         return run_scoring(spark, conf["crawl.dir"], conf, now, args.segment)
     if cmd == "evict":
         from crawlkit.stages.evict import run_evict

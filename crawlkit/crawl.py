@@ -1,4 +1,4 @@
-"""A crawl: inject once, then rounds of generate -> fetch -> parse -> updatedb -> score.
+"""A crawl: inject once, then rounds of generate -> fetch -> parse -> updatedb -> dedup -> score.
 
 Time comes from a ``clock`` callable so tests and simulations drive it; the CLI passes the
 wall clock. Each stage's counters and duration are collected into the round summary.
@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.spark import job_group
+from crawlkit.stages.dedup import run_dedup
 from crawlkit.stages.evict import run_evict
 from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import new_segment_name, run_generate
@@ -55,7 +56,8 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
         log(f"resuming segment {unfinished.segment} from {unfinished.stage} "
             f"({unfinished.locked} URLs locked by it)" if unfinished.stage == "fetch" else
             f"resuming segment {unfinished.segment}: applied, not yet scored")
-        stages = ("fetch", "parse", "updatedb", "score") if unfinished.stage == "fetch" else ("score",)
+        stages = ("fetch", "parse", "updatedb", "dedup", "score") if unfinished.stage == "fetch" \
+            else ("dedup", "score")
         return _finish(spark, conf, now, report, stages, log)
     report = RoundReport(segment=None)
     generated = _timed(report, "generate", run_generate, spark, conf, now, new_segment_name(spark, conf, now))
@@ -63,7 +65,7 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
     if segment is None:
         return report
     report.segment = segment
-    return _finish(spark, conf, now, report, ("fetch", "parse", "updatedb", "score"), log)
+    return _finish(spark, conf, now, report, ("fetch", "parse", "updatedb", "dedup", "score"), log)
 
 
 def _parse(spark: SparkSession, conf: Conf, segment: str, report: RoundReport) -> dict:
@@ -79,6 +81,7 @@ def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport,
     run = {"fetch": (run_fetch, spark, conf, now, segment),
            "parse": (_parse, spark, conf, segment, report),
            "updatedb": (run_updatedb, spark, conf, now, segment),
+           "dedup": (run_dedup, spark, conf, segment),
            "score": (run_round_scoring, spark, conf["crawl.dir"], conf, now, segment),
            "evict": (run_evict, spark, conf, now, segment)}
     if conf["crawl.buffer_pages"] > 0 and "score" in stages:

@@ -1,18 +1,27 @@
 """The round lock: one writer per crawl directory at a time.
 
 A second round started while one runs is refused with a message naming the holder. The lock
-is a file created atomically, with its content, holding the owner's host, pid and start time
-(on a local disk ``O_CREAT | O_EXCL``; elsewhere Hadoop's ``create`` without overwrite, which
-HDFS's NameNode refuses atomically when the file exists: Hadoop's ``createNewFile`` checks
-and then creates, so two rounds starting together could both win on a local disk); a lock
-left by a dead process is broken only when asked (``--break-lock``), since on a cluster we
-cannot see other machines' pids.
+is a file created atomically, with its content, holding the owner's host, pid, start time and
+a random token (on a local disk ``O_CREAT | O_EXCL``; elsewhere Hadoop's ``create`` without
+overwrite, which HDFS's NameNode refuses atomically when the file exists: Hadoop's
+``createNewFile`` checks and then creates, so two rounds starting together could both win on
+a local disk).
+
+A lock left by a process that is gone is broken on sight when that can be known: the holder
+ran on this machine (same host, boot and pid namespace) and its pid is no longer that process
+(a round killed by SIGKILL, or under ``spark-submit`` by a SIGTERM that took the JVM first,
+leaves its lock; cron's next round takes it over instead of failing until someone
+intervenes). On a cluster we cannot see other machines' pids: such a lock is broken only when
+asked (``--break-lock``), which refuses a holder seen alive here. A process releases the lock
+only while it holds its own token, so one whose lock was broken cannot remove its successor's.
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
+import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Iterator
@@ -22,6 +31,7 @@ from pyspark.sql import SparkSession
 from crawlkit import storage
 
 LOCK_FILE = ".crawlkit.lock"
+log = logging.getLogger(__name__)
 
 
 class LockedError(RuntimeError):
@@ -42,15 +52,86 @@ def holder(spark: SparkSession, crawl_dir: str) -> dict | None:
         return {"raw": text}
 
 
-def acquire(spark: SparkSession, crawl_dir: str, command: str) -> None:
-    owner = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "command": command,
+def acquire(spark: SparkSession, crawl_dir: str, command: str) -> str:
+    """Take the lock (breaking it if its holder is known to be gone); returns our token."""
+    token = uuid.uuid4().hex
+    owner = json.dumps({**_identity(), "command": command, "token": token,
                         "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-    if not _create_new(spark, lock_path(crawl_dir), owner):
-        owner = holder(spark, crawl_dir) or {}
-        raise LockedError(
-            f"crawl directory {crawl_dir} is locked by {owner.get('command', '?')} "
-            f"(host {owner.get('host', '?')}, pid {owner.get('pid', '?')}, since {owner.get('since', '?')}). "
-            "Wait for it to finish; if that process is gone, rerun with --break-lock.")
+    if _create_new(spark, lock_path(crawl_dir), owner):
+        return token
+    held = holder(spark, crawl_dir) or {}
+    if _running(held) is False:
+        log.warning("breaking the lock of %s (pid %s on this machine, since %s): that process is gone",
+                    held.get("command"), held.get("pid"), held.get("since"))
+        _remove(spark, crawl_dir, held)
+        if _create_new(spark, lock_path(crawl_dir), owner):
+            return token
+        held = holder(spark, crawl_dir) or {}
+    raise LockedError(
+        f"crawl directory {crawl_dir} is locked by {held.get('command', '?')} "
+        f"(host {held.get('host', '?')}, pid {held.get('pid', '?')}, since {held.get('since', '?')}). "
+        "Wait for it to finish; if that process is gone, rerun with --break-lock.")
+
+
+def break_held_lock(spark: SparkSession, crawl_dir: str) -> None:
+    """Remove the lock, unless its holder is seen running on this machine."""
+    held = holder(spark, crawl_dir)
+    if held is None:
+        return
+    if _running(held):
+        raise LockedError(f"crawl directory {crawl_dir} is locked by {held.get('command', '?')}, which is "
+                          f"still running (pid {held.get('pid')} on this machine): --break-lock refused")
+    _remove(spark, crawl_dir, held)
+
+
+def _identity() -> dict:
+    """This process, as a later process can tell whether it is still there: host and pid,
+    and on Linux the boot (a reboot ends every process), the pid namespace (a container's
+    pids are its own) and the process's start time (a pid is reused)."""
+    pid = os.getpid()
+    ident = {"host": socket.gethostname(), "pid": pid}
+    boot, namespace, started = _linux_facts(pid)
+    if boot and namespace and started:
+        ident.update(boot=boot, pidns=namespace, started=started)
+    return ident
+
+
+def _linux_facts(pid: int) -> tuple[str | None, str | None, str | None]:
+    """(boot id, pid namespace, start time of ``pid`` in clock ticks since boot); None where
+    this system does not say (not Linux, no /proc, the pid does not exist)."""
+    def read(how, path):
+        try:
+            return how(path)
+        except OSError:
+            return None
+    boot = read(lambda p: open(p).read().strip(), "/proc/sys/kernel/random/boot_id")
+    namespace = read(os.readlink, "/proc/self/ns/pid")
+    stat = read(lambda p: open(p).read(), f"/proc/{pid}/stat")
+    # the fields after the command (which may hold spaces and parentheses); starttime is 22nd
+    started = stat.rsplit(")", 1)[1].split()[19] if stat else None
+    return boot, namespace, started
+
+
+def _running(held: dict) -> bool | None:
+    """Whether the lock's holder is running: True or False when it ran on this machine (same
+    host, pid namespace and boot: another boot means it ended), None when that cannot be
+    told (another machine or container, an older lock without these facts)."""
+    here = _identity()
+    if not all(held.get(k) for k in ("boot", "pidns", "started")) or "boot" not in here:
+        return None
+    if held.get("host") != here["host"] or held["pidns"] != here["pidns"]:
+        return None
+    if held["boot"] != here["boot"]:
+        return False
+    _, _, started = _linux_facts(int(held["pid"]))
+    return started == held["started"]
+
+
+def _remove(spark: SparkSession, crawl_dir: str, held: dict) -> None:
+    """Delete the lock if it is still the one ``held`` describes (not a successor's)."""
+    if holder(spark, crawl_dir) == held:
+        fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
+        fs.delete(path, False)
 
 
 def _create_new(spark: SparkSession, where: str, text: str) -> bool:
@@ -75,18 +156,24 @@ def _create_new(spark: SparkSession, where: str, text: str) -> bool:
     return True
 
 
-def release(spark: SparkSession, crawl_dir: str) -> None:
-    fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
-    fs.delete(path, False)
+def release(spark: SparkSession, crawl_dir: str, token: str) -> None:
+    """Remove the lock if it is ours (``token``): a lock broken and taken by another process
+    is left to it."""
+    held = holder(spark, crawl_dir)
+    if held is not None and held.get("token") == token:
+        _remove(spark, crawl_dir, held)
+    elif held is not None:
+        log.warning("the lock of %s is no longer ours (taken by %s, pid %s): left in place",
+                    crawl_dir, held.get("command"), held.get("pid"))
 
 
 @contextmanager
 def round_lock(spark: SparkSession, crawl_dir: str, command: str, break_lock: bool = False) -> Iterator[None]:
     """Hold the crawl directory's lock for the block (breaking a stale one if asked)."""
     if break_lock:
-        release(spark, crawl_dir)
-    acquire(spark, crawl_dir, command)
+        break_held_lock(spark, crawl_dir)
+    token = acquire(spark, crawl_dir, command)
     try:
         yield
     finally:
-        release(spark, crawl_dir)
+        release(spark, crawl_dir, token)

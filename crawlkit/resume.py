@@ -27,15 +27,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from crawlkit import storage
+from crawlkit.storage import SegmentStateError
 from crawlkit.conf import Conf
 from crawlkit.scoring.job import round_scorers
 from crawlkit.stages.generate import locked_by
 
 ABANDONED = "abandoned"     # segments/<seg>/_stats/abandoned.json marks an abandoned segment
-
-
-class SegmentStateError(RuntimeError):
-    """A segment cannot be resumed or abandoned in the state it is in."""
 
 
 @dataclass(frozen=True)

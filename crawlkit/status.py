@@ -16,7 +16,7 @@ redirect_temp      302/303/307: the target was added to the crawldb; refetched o
 redirect_perm      301/308: the target was added to the crawldb
 gone               404/410, robots denied, or too many transient failures; rechecked rarely
 retry              a transient failure (timeout, 5xx, 429, connection error); retried later
-duplicate          same content signature as a higher-scored fetched page
+duplicate          same visible text as a page the crawl keeps (crawlkit.stages.dedup)
 evicted            limited-buffer crawl: content dropped, URL kept known
 =================  ==========================================================================
 """

@@ -77,10 +77,11 @@ def is_delta(spark: SparkSession, path: str) -> bool:
 
 def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors: bool = True) -> DeltaTable:
     """Create an empty Delta table with the declared schema if it does not exist yet. An
-    existing table is brought up to its declaration first: the columns Delta keeps
-    statistics for (``schemas.data_skipping_columns``), then derived columns declared after
-    it was written (``add_derived_columns``), and its ``SCHEMA_PROPERTY`` set to the
-    declaration it now follows."""
+    existing table is brought up to its declaration first: nullable columns declared after
+    it was written (``_add_nullable_columns``: a metadata-only commit, old rows read null),
+    the columns Delta keeps statistics for (``schemas.data_skipping_columns``), then
+    derived columns declared after it was written (``add_derived_columns``), and its
+    ``SCHEMA_PROPERTY`` set to the declaration it now follows."""
     if not is_delta(spark, path):
         builder = (DeltaTable.createIfNotExists(spark)
                    .location(qualified(spark, path))
@@ -97,6 +98,7 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     layout = {k: v for k, v in _layout(table, present).items() if have.get(k) != v}
     schema = _schema_property(table)
     declared = {} if have.get(SCHEMA_PROPERTY) == schema else {SCHEMA_PROPERTY: schema}
+    added = _add_nullable_columns(spark, path, table, present)
     missing = [c for c in schemas.derived(table) if c not in present]
     if missing:
         # the layout before the rewrite (its files get the declared statistics), the
@@ -106,9 +108,23 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
         _set_properties(spark, path, declared)
     else:
         _set_properties(spark, path, layout | declared)
-    if layout or declared or missing:
+    if layout or declared or missing or added:
         delta = DeltaTable.forPath(spark, path)
     return delta
+
+
+def _add_nullable_columns(spark: SparkSession, path: str, table: str, present: list[str]) -> bool:
+    """Add the declared nullable columns the table lacks, in one ``ADD COLUMNS`` commit: no
+    file is rewritten, the old rows read null. They go last, as the declaration puts them
+    (writes match columns by name). True when there were any."""
+    derived = schemas.derived(table)
+    added = [f for f in schemas.struct(table).fields
+             if f.name not in present and f.name not in derived and f.nullable]
+    if added:
+        log.warning("%s at %s predates column(s) %s: adding them", table, path, ", ".join(f.name for f in added))
+        ddl = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
+        spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` ADD COLUMNS ({ddl})")
+    return bool(added)
 
 
 def _set_properties(spark: SparkSession, path: str, properties: dict[str, str]) -> None:
@@ -295,9 +311,17 @@ def _commits(frame: DataFrame) -> list[dict]:
     return [r.asDict() for r in sorted(rows, key=lambda r: r["version"])]
 
 
+class SegmentStateError(RuntimeError):
+    """A segment is not in the state a stage needs: a part missing or half written, a stage
+    run out of order, a segment that cannot be resumed or abandoned as it is."""
+
+
 def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, table: str,
                        *counters: Column) -> dict:
-    """Write one segment part atomically enough for a rerun: overwrite, declared schema.
+    """Write one segment part in the declared schema, replacing an earlier one only once the
+    new one is complete: it is written beside it (``.<part>.writing``) and renamed into
+    place, so a stage that dies while rewriting a part leaves the old one (Spark's overwrite
+    deletes it first).
 
     ``counters`` (named aggregates: ``F.count(F.lit(1)).alias("pages")``) are computed over
     the rows as they are written (Spark's ``Observation``) and returned, instead of a second
@@ -305,11 +329,24 @@ def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, t
     observation = Observation(f"{part}:{segment}") if counters else None
     if observation is not None:
         df = df.observe(observation, *counters)
-    schemas.conform(df, table).write.mode("overwrite").parquet(segment_path(crawl_dir, segment, part))
+    target = segment_path(crawl_dir, segment, part)
+    staging = join(segment_path(crawl_dir, segment), f".{part}.writing")
+    schemas.conform(df, table).write.mode("overwrite").parquet(staging)
+    fs, target_path = hadoop_fs(df.sparkSession, target)
+    _, staging_path = hadoop_fs(df.sparkSession, staging)
+    fs.delete(target_path, True)
+    if not fs.rename(staging_path, target_path):
+        raise OSError(f"could not rename {staging} to {target}")
     return observation.get if observation is not None else {}
 
 
 def read_segment_part(spark: SparkSession, crawl_dir: str, segment: str, part: str, table: str) -> DataFrame:
+    """A segment part in the declared schema. One without its ``_SUCCESS`` marker (its writer
+    died, or it was never written) is refused: read as it is, it looks like a segment without
+    pages, and updatedb would apply it as one (losing the pages' outcomes and links)."""
+    if not segment_part_exists(spark, crawl_dir, segment, part):
+        raise SegmentStateError(f"segment {segment}: {segment_path(crawl_dir, segment, part)} is missing "
+                                "or incomplete (the stage writing it died, or has not run): rerun that stage")
     return spark.read.schema(schemas.struct(table)).parquet(segment_path(crawl_dir, segment, part))
 
 
@@ -361,5 +398,12 @@ def read_bytes(spark: SparkSession, path: str) -> bytes | None:
 
 
 def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, counters: dict) -> None:
-    write_text(spark, join(segment_path(crawl_dir, segment), "_stats", f"{stage}.json"),
-               json.dumps(counters, sort_keys=True, default=str))
+    """A stage's counters, written beside and renamed into place: a kill mid-write leaves the
+    old file or none, never a torn one (a resumed fetch reads its own)."""
+    stats = join(segment_path(crawl_dir, segment), "_stats")
+    staging = join(stats, f".{stage}.json.writing")
+    write_text(spark, staging, json.dumps(counters, sort_keys=True, default=str))
+    fs, target = hadoop_fs(spark, join(stats, f"{stage}.json"))
+    fs.delete(target, False)
+    if not fs.rename(hadoop_fs(spark, staging)[1], target):
+        raise OSError(f"could not rename {staging} into place")

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from crawlkit import schemas, segment_names, storage
 from crawlkit.conf import Conf
+from crawlkit.stages.updatedb import host_expr, with_domain
 from crawlkit.status import Status
 
 # Statuses whose content is current: fetched, or refetched and unchanged. Everything else
@@ -60,7 +61,8 @@ def candidates(crawldb: DataFrame, parses: DataFrame, conf: Conf) -> DataFrame:
     exported (``no_parse``, ``noindex``) or null."""
     db = (crawldb.filter(F.col("status").isin(*INDEXABLE) & ~F.col("url").startswith(PSEUDO_PREFIX))
           .select("url", "signature", score_of(conf).alias("score"),
-                  F.map_filter("scores", lambda _k, v: finite(v).isNotNull()).alias("components"))
+                  F.map_filter("scores", lambda _k, v: finite(v).isNotNull()).alias("components"),
+                  F.col("domain").alias("page_domain"))
           .alias("db"))
     p = parses.alias("p")
     joined = (db.join(p, on=(F.col("db.url") == F.col("p.url"))
@@ -68,16 +70,29 @@ def candidates(crawldb: DataFrame, parses: DataFrame, conf: Conf) -> DataFrame:
               .groupBy(F.col("db.url").alias("url"))
               .agg(F.any_value("db.signature").alias("signature"), F.any_value("db.score").alias("score"),
                    F.any_value("db.components").alias("components"),
+                   F.any_value("db.page_domain").alias("page_domain"),
                    # null when no parse row matched: max_by skips null orderings
                    F.max_by(F.struct("p.title", "p.noindex", "p.canonical"),
                             segment_names.order_column(F.col("p.segment"))).alias("parse")))
     skip = (F.when(F.col("parse").isNull(), F.lit("no_parse"))
             .when(F.col("parse.noindex"), F.lit("noindex")))
-    return joined.select(
+    return trusted_canonical(joined).select(
         F.col("url").alias("source_url"),
-        F.coalesce(F.col("parse.canonical"), F.col("url")).alias("url"),
+        F.coalesce(F.col("canonical"), F.col("url")).alias("url"),
         F.col("parse.title").alias("title"), F.col("signature").alias("digest"),
         "score", "components", skip.alias("skip"))
+
+
+def trusted_canonical(pages: DataFrame) -> DataFrame:
+    """``pages`` with ``canonical``: the page's rel=canonical when it names a URL of the page's
+    own registrable domain, else null (the page is exported under its own URL). A page may
+    not speak for another site: evil.test/p declaring ``https://bank.test/login`` canonical
+    would otherwise put its title and text in the index under the bank's URL."""
+    declared = F.col("parse.canonical")
+    other_host = F.when(host_expr("parse.canonical") != host_expr("url"), host_expr("parse.canonical"))
+    domains = with_domain(pages.withColumn("host", other_host))   # the canonical's, where it is elsewhere
+    same_site = F.col("host").isNull() | (F.col("domain") == F.col("page_domain"))
+    return domains.withColumn("canonical", F.when(same_site, declared)).drop("host", "domain")
 
 
 def one_per_url(pages: DataFrame) -> DataFrame:

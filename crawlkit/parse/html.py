@@ -52,7 +52,7 @@ from crawlkit import urls
 from crawlkit.parse.backends import BACKENDS
 from crawlkit.parse.charset import decode_body
 from crawlkit.parse.extract import PageExtractor, anchor_text, surrounding_text
-from crawlkit.parse.signature import SIGNATURES, md5_signature, signature_of
+from crawlkit.parse.signature import SIGNATURES, md5_signature, signature_of, text_digest
 
 __all__ = ["parse_html", "parse_text", "parse_document", "empty_result"]
 
@@ -81,6 +81,7 @@ def empty_result() -> dict:
         "base": None,
         "refresh": None,
         "signature": None,
+        "digest": None,
         "error": None,
     }
 
@@ -148,6 +149,7 @@ def parse_text(
         text = " ".join(text.split())
         result["text"] = text[:max_text]
         result["signature"] = signature_of(signature, text, body)
+        result["digest"] = text_digest(text)
         if not body:
             result["error"] = "empty_body"
     except Exception as exc:  # noqa: BLE001
@@ -208,6 +210,7 @@ def _parse_html_into(result, url, body, content_type, headers, walk,
                              normalize(url, None), normalize),
         refresh=normalize(extractor.refresh_href, base) if extractor.refresh_href else None,
         signature=signature_of(signature, text, body),
+        digest=text_digest(text),
     )
     result["outlinks"], result["outlinks_truncated"] = _outlinks(
         extractor, raw, base, normalize, max_outlinks

@@ -65,10 +65,13 @@ STATE = ("opic_cash", "opic_history", "last_processed")
 # until they held most of it (67% of all cash after 10 rounds of a simulated crawl with 8%
 # of URLs 404). Only transient failures (retry, skipped) leave a page's cash where it is.
 PROCESSED_FETCH_STATUSES = tuple(s.value for s in ANSWERED)
-# Crawldb statuses processed every round, fetched or not, as pages without links: pages that
-# are never fetched again. (An evicted page keeps its cash: the estimate it builds up is how
-# it earns its way back into the limited buffer.)
-ALWAYS_PROCESSED = (Status.DUPLICATE.value,)
+# Crawldb statuses processed every round, fetched or not, as pages without links: pages whose
+# links do not vote (crawlkit.scoring.links: a duplicate's are its kept copy's, a gone page has
+# none). Processed only when answered, they would gather cash between their rare rechecks and
+# never pass it on; a page gone after db.retry_max transient failures is never answered at
+# all. (An evicted page keeps its cash: the estimate it builds up is how it earns its way
+# back into the limited buffer.)
+ALWAYS_PROCESSED = (Status.DUPLICATE.value, Status.GONE.value)
 
 
 def virtual_page_row(spark: SparkSession, cash: float, history: float = 0.0,

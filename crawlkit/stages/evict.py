@@ -7,11 +7,17 @@ importance (the ordering ``score``) is dropped. Its URL stays known, with status
 estimate later rises into the top B: then it is made due again, refetched and stored.
 
 After every round's scoring (when the estimates are freshest) the buffer is recomputed as the
-top B of the pages that have content or had it (stored ∪ evicted), by score then URL:
+top B of the pages that have content, had it, or were readmitted to it (stored ∪ evicted ∪
+readmitted and not yet refetched), by score then URL:
 
-* a stored page outside the top B becomes ``evicted`` (``metadata.evicted_at`` records when);
+* a stored page outside the top B becomes ``evicted`` (``metadata.evicted_at`` records when),
+  and so does a readmitted page that has fallen out again before its refetch;
 * an evicted page inside the top B becomes ``unfetched`` and due now, so the next generate
-  considers it like any new URL;
+  considers it like any new URL; ``metadata.readmitted_at`` marks it as holding its place
+  until the refetch resolves (a fetch time limit, a transient failure or the round's caps
+  may leave it unfetched for rounds: uncounted, the next evict readmitted another page into
+  the same place, and those pages were fetched and evicted again), and is dropped once the
+  page is stored;
 
 so the crawldb never holds more than B stored pages after a round. The change is one MERGE
 tagged ``evict:<segment>``; rerunning it finds nothing to change. ``crawlkit export`` and
@@ -30,26 +36,34 @@ from crawlkit.scoring.base import real_pages
 from crawlkit.status import Status
 
 STORED = (Status.FETCHED.value, Status.NOT_MODIFIED.value)
+READMITTED = "readmitted_at"
+AWAITING_REFETCH = (Status.UNFETCHED.value, Status.RETRY.value)   # a readmitted page, not yet stored
 
 
 def buffer_changes(crawldb: DataFrame, capacity: int, now: datetime) -> DataFrame:
     """(url, status, fetch_time, metadata) for the rows whose buffer state changes."""
-    had_content = real_pages(crawldb).filter(
-        F.col("status").isin(*STORED, Status.EVICTED.value))
+    marked = F.col("metadata").getItem(READMITTED).isNotNull()
+    stored, evicted = F.col("status").isin(*STORED), F.col("status") == Status.EVICTED.value
+    pending = marked & F.col("status").isin(*AWAITING_REFETCH)
+    had_content = real_pages(crawldb).filter(stored | evicted | pending)
     kept = (had_content.orderBy(F.col("score").desc(), F.col("url")).limit(capacity)
             .select("url", F.lit(True).alias("_kept")))
     ranked = had_content.join(kept, on="url", how="left")
     in_buffer = F.coalesce(F.col("_kept"), F.lit(False))
-    evict = F.col("status").isin(*STORED) & ~in_buffer
-    readmit = (F.col("status") == Status.EVICTED.value) & in_buffer
-    stamp = F.create_map(F.lit("evicted_at"), F.date_format(F.lit(now), "yyyy-MM-dd'T'HH:mm:ss'Z'"))
+    evict = (stored | pending) & ~in_buffer
+    readmit = evicted & in_buffer
+    settled = stored & in_buffer & marked          # refetched and stored: the mark has done its job
+    when = F.date_format(F.lit(now), "yyyy-MM-dd'T'HH:mm:ss'Z'")
     metadata = F.map_filter(F.coalesce(F.col("metadata"), F.create_map().cast("map<string,string>")),
-                            lambda k, v: k != F.lit("evicted_at"))
-    return ranked.filter(evict | readmit).select(
+                            lambda k, v: ~k.isin("evicted_at", READMITTED))
+    return ranked.filter(evict | readmit | settled).select(
         "url",
-        F.when(evict, F.lit(Status.EVICTED.value)).otherwise(F.lit(Status.UNFETCHED.value)).alias("status"),
-        F.when(evict, F.col("fetch_time")).otherwise(F.lit(now).cast("timestamp")).alias("fetch_time"),
-        F.when(evict, F.map_concat(metadata, stamp)).otherwise(metadata).alias("metadata"))
+        F.when(evict, F.lit(Status.EVICTED.value)).when(readmit, F.lit(Status.UNFETCHED.value))
+         .otherwise(F.col("status")).alias("status"),
+        F.when(readmit, F.lit(now).cast("timestamp")).otherwise(F.col("fetch_time")).alias("fetch_time"),
+        F.when(evict, F.map_concat(metadata, F.create_map(F.lit("evicted_at"), when)))
+         .when(readmit, F.map_concat(metadata, F.create_map(F.lit(READMITTED), when)))
+         .otherwise(metadata).alias("metadata"))
 
 
 def run_evict(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> dict:

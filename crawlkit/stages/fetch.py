@@ -35,6 +35,7 @@ reader of the segment. A killed task leaves its spills as they are, to be resume
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 import uuid
@@ -54,6 +55,7 @@ from crawlkit.progress import ProgressSink, fetch_progress
 from crawlkit.stages.generate import partition_by_host
 from crawlkit.status import FetchStatus
 
+log = logging.getLogger(__name__)
 PARTS = "content_parts"
 PARSE_PARTS = "parse_parts"
 SPILL_NAME = re.compile(r"part-p(\d+)-([0-9a-f]{12})-\d+\.parquet")  # partition, run of the task
@@ -310,18 +312,29 @@ def _drop(spark: SparkSession, uri: str) -> None:
     fs.delete(path, True)
 
 
+def _counters_file(spark: SparkSession, path: str) -> dict | None:
+    """A stage's counters, or None when the file is missing or unreadable (written by an
+    older crawlkit in place and cut by a kill): then they are counted again."""
+    text = storage.read_text(spark, path)
+    try:
+        return None if text is None else json.loads(text)
+    except json.JSONDecodeError:
+        log.warning("%s is unreadable: counting again", path)
+        return None
+
+
 def _finished_earlier(spark: SparkSession, crawl_dir: str, segment: str) -> dict | None:
     """The counters of a fetch that already published ``content/`` by renaming its parts
     (no parts left to resume from), with nothing fetched now; None if there is none."""
     if not storage.segment_part_exists(spark, crawl_dir, segment, "content"):
         return None
-    stats = storage.read_text(spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "fetch.json"))
+    stats = _counters_file(spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "fetch.json"))
     if stats is None:      # died between the rename and the stats: count content/ again
         content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
         counters = {"segment": segment, **_content_counters(content.agg(*_tally()).first().asDict()),
                     "parsed": None}
     else:
-        counters = json.loads(stats)
+        counters = stats
     parsed = counters.get("parsed")
     if parsed and not storage.segment_part_exists(spark, crawl_dir, segment, "parse"):
         parsed = None
@@ -365,6 +378,7 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     else:
         content = assemble(_parts(spark, parts_uri))
         tally = storage.write_segment_part(content, crawl_dir, segment, "content", "content", *_tally())
+        _drop(spark, parts_uri)       # content/ holds them now: a rerun finds a finished fetch
     counters.update(_content_counters(tally))
     _drop(spark, parse_parts_uri)     # published, or left to the parse stage
     storage.write_stats(spark, crawl_dir, segment, "fetch", counters)

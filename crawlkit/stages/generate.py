@@ -24,7 +24,8 @@ from crawlkit.stages.hot_queue import QUEUE, with_queue
 from crawlkit.stages.interleave import interleaved, interleaved_metrics
 from crawlkit.status import Status
 
-NEVER_GENERATED = (Status.DUPLICATE.value, Status.EVICTED.value)
+# (a duplicate is refetched on its schedule: its text may change, and dedup decides again)
+NEVER_GENERATED = (Status.EVICTED.value,)
 VIRTUAL_PREFIX = "crawlkit:"  # reserved pseudo-URLs (e.g. OPIC's virtual page) are never fetched
 
 

@@ -53,7 +53,7 @@ def row_parser(conf: dict) -> Callable[[dict], dict]:
         error = result.get("error")
         return {"url": row["url"], "parse_status": "failed" if error else "success",
                 "title": result.get("title"), "text": result.get("text"),
-                "signature": result.get("signature"), "outlinks": outlinks,
+                "signature": result.get("signature"), "digest": result.get("digest"), "outlinks": outlinks,
                 "noindex": bool(result.get("noindex")), "nofollow": bool(result.get("nofollow")),
                 "canonical": result.get("canonical"), "lang": result.get("lang"),
                 "error": error, "segment": row["segment"]}

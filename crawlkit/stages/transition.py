@@ -26,7 +26,7 @@ from crawlkit.schedule import last_fetch_time, next_interval, seconds_since
 from crawlkit.status import COUNTS_AS_FAILURE, TRANSITIONS, FetchStatus, Schedule, Status
 
 # The outcome columns ``transition`` reads, carried beside the crawldb row as o_<name>.
-OUTCOME_COLUMNS = ["fetch_status", "signature", "parse_error", "error", "retry_after", "fetched_at",
+OUTCOME_COLUMNS = ["fetch_status", "signature", "digest", "parse_error", "error", "retry_after", "fetched_at",
                    "headers", "redirect_url", "http_status"]
 FETCHED = "_fetched"   # set by ``transition``: the row had an outcome (and was transitioned)
 
@@ -34,7 +34,7 @@ FETCHED = "_fetched"   # set by ``transition``: the row had an outcome (and was 
 def outcomes(content: DataFrame, parsed: DataFrame) -> DataFrame:
     """One row per segment URL: fetch outcome joined with its parse result."""
     return content.join(
-        parsed.select("url", "signature", "parse_status", F.col("error").alias("parse_error")),
+        parsed.select("url", "signature", "digest", "parse_status", F.col("error").alias("parse_error")),
         on="url", how="left")
 
 
@@ -80,8 +80,16 @@ def transition(rows: DataFrame, conf: Conf, now: datetime) -> DataFrame:
         (outcome == FetchStatus.NOT_MODIFIED.value).alias("_unchanged"),
         (F.col("change_count") + F.when(changed, 1).otherwise(0)).alias("_change_count"),
         (F.col("check_count") + F.when(F.col("_compared"), 1).otherwise(0)).alias("_check_count"))
-    status = F.when((F.col("_status0") == Status.RETRY.value) & (F.col("_retries") > conf["db.retry_max"]),
-                    F.lit(Status.GONE.value)).otherwise(F.col("_status0"))
+    # a duplicate that answers with the same text (or a 304) stays one: refetched, it must
+    # not win back the place of the page the crawl keeps for it (crawlkit.stages.dedup);
+    # with other text it is a page of its own again, and dedup decides its place
+    answered_copy = ((F.col("status") == Status.DUPLICATE.value)
+                     & F.col("_status0").isin(Status.FETCHED.value, Status.NOT_MODIFIED.value)
+                     & ((fs != FetchStatus.SUCCESS.value) | o("digest").eqNullSafe(F.col("digest"))))
+    status = (F.when((F.col("_status0") == Status.RETRY.value) & (F.col("_retries") > conf["db.retry_max"]),
+                     F.lit(Status.GONE.value))
+              .when(answered_copy, F.lit(Status.DUPLICATE.value))
+              .otherwise(F.col("_status0")))
     rows = rows.select("*", status.alias("_status"), next_interval(
         F.col("fetch_interval"), F.col("_changed"), F.col("_unchanged"), F.col("_compared"),
         F.col("_check_count"), seconds_since(last_fetch_time(), now), conf).alias("_interval"))
@@ -114,7 +122,10 @@ def _new_row(conf: Conf, now: datetime) -> list[Column]:
     success = F.col("_outcome") == FetchStatus.SUCCESS.value
     error = F.coalesce(o("error"), o("parse_error"))
     no_entry = F.create_map().cast("map<string,string>")
-    metadata = F.map_filter(F.col("metadata"), lambda k, v: ~k.isin("last_error", "redirect_to"))
+    # duplicate_of (crawlkit.stages.dedup) holds only while the page is a duplicate
+    still_duplicate = F.col("_status") == Status.DUPLICATE.value
+    metadata = F.map_filter(F.col("metadata"), lambda k, v: ~k.isin("last_error", "redirect_to")
+                            & (still_duplicate | (k != F.lit("duplicate_of"))))
     metadata = F.map_concat(metadata, F.when(error.isNotNull(), F.create_map(F.lit("last_error"), error))
                             .otherwise(no_entry))
     metadata = F.map_concat(metadata, F.when(o("redirect_url").isNotNull(),
@@ -137,6 +148,7 @@ def _new_row(conf: Conf, now: datetime) -> list[Column]:
         "fetch_interval": F.when(schedule == Schedule.NORMAL.value, F.col("_interval"))
                            .otherwise(F.col("fetch_interval")),
         "signature": keep_or(o("signature"), "signature"),
+        "digest": keep_or(o("digest"), "digest"),
         "modified_time": F.when(F.col("_changed") | (success & F.col("signature").isNull()), F.lit(now))
                           .otherwise(F.col("modified_time")),
         "etag": validator("etag", "etag"),

@@ -4,6 +4,7 @@ The round's parse stage is then skipped, so the two ways must give the same pars
 counters; a fetch whose parts hold each URL once publishes them by renaming the folders, and
 anything else (a resumed fetch, parse parts that do not match) falls back to the old path.
 """
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -119,6 +120,13 @@ def test_a_fetch_run_again_after_it_finished_fetches_nothing(spark, replay, tmp_
         {k: first[k] for k in ("pages", "bytes", "by_status")}
     assert recounted["parsed"] is None
     assert run_parse(spark, conf, SEGMENT, recounted) == first["parsed"]
+    # killed while an older crawlkit wrote them in place: a torn file is counted again too
+    (Path(crawl_dir) / "segments" / SEGMENT / "_stats" / "fetch.json").write_text('{"segment": "2024')
+    torn = run_fetch(spark, conf, NOW, SEGMENT)
+    assert {k: torn[k] for k in ("pages", "bytes", "by_status")} == {k: first[k] for k in ("pages", "bytes", "by_status")}
+    stats = Path(crawl_dir) / "segments" / SEGMENT / "_stats"
+    assert json.loads((stats / "fetch.json").read_text())["pages"] == first["pages"]    # rewritten whole
+    assert not [p.name for p in stats.iterdir() if "writing" in p.name]
 
 
 def test_parse_parts_of_another_run_are_dropped_and_left_to_the_parse_stage(spark, replay, tmp_path):
@@ -147,7 +155,7 @@ def test_a_resumed_fetch_assembles_content_and_the_parse_stage_parses_it(spark, 
     counters = run_fetch(spark, conf, NOW, SEGMENT)
     assert counters["resumed"] and counters["fetched_now"] == len(URLS) - 10
     assert counters["pages"] == len(URLS) and counters["parsed"] is None
-    assert PARSE_PARTS not in _segment_folders(crawl_dir)
+    assert _segment_folders(crawl_dir) == {"fetchlist", "content", "_stats"}    # the parts assembled are gone
     content = _part(spark, crawl_dir, "content")
     assert content.count() == content.select("url").distinct().count() == len(URLS)
     assert run_parse(spark, conf, SEGMENT, counters)["pages"] == len(PAGES)

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from crawlkit import cli, lock
+from crawlkit import cli, lock, storage
 from crawlkit.conf import make_conf
 from crawlkit.crawl import run_round
 
@@ -34,9 +35,16 @@ def test_the_refusal_names_the_holder(spark, tmp_path):
             lock.acquire(spark, crawl_dir, "round")
 
 
+def held_elsewhere(spark, crawl_dir, command="crawl", **facts):
+    """A lock file as a round on another machine leaves it (its pid cannot be checked here)."""
+    owner = {"host": "elsewhere", "pid": 4242, "command": command, "token": "t0",
+             "since": "2026-03-01T00:00:00+00:00", **facts}
+    storage.write_text(spark, lock.lock_path(crawl_dir), json.dumps(owner))
+
+
 def test_cli_round_exits_3_when_locked_and_break_lock_proceeds(spark, tmp_path, capsys):
     crawl_dir = str(tmp_path / "crawl")
-    lock.acquire(spark, crawl_dir, "crawl")      # a round that died without releasing its lock
+    held_elsewhere(spark, crawl_dir)             # a round that died without releasing its lock
     args = ["round", "--crawl-dir", crawl_dir, "--now", NOW.isoformat(), "--quiet"]
     assert cli.main(args) == 3
     err = capsys.readouterr().err
@@ -87,3 +95,42 @@ def test_a_round_terminated_by_sigterm_releases_its_lock(spark, tmp_path, monkey
     assert ended.value.code == 128 + signal.SIGTERM
     assert lock.holder(spark, crawl_dir) is None           # the next round is not refused
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_lock_whose_process_is_gone_from_this_machine_is_taken_over(spark, tmp_path):
+    """A round killed by SIGKILL (or under spark-submit, by a SIGTERM the JVM took first)
+    leaves its lock: the next round on this machine sees its process is gone and goes on."""
+    import subprocess
+    import sys
+    crawl_dir = str(tmp_path / "crawl")
+    here = lock._identity()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)
+    held_elsewhere(spark, crawl_dir, host=here["host"], pid=pid, boot=here["boot"], pidns=here["pidns"],
+                   started="1")
+    token = lock.acquire(spark, crawl_dir, "round")
+    assert lock.holder(spark, crawl_dir)["token"] == token
+    lock.release(spark, crawl_dir, token)
+    # after a reboot every earlier process is gone, whatever its pid is now
+    held_elsewhere(spark, crawl_dir, host=here["host"], pid=os.getpid(), boot="another-boot",
+                   pidns=here["pidns"], started=here["started"])
+    lock.release(spark, crawl_dir, lock.acquire(spark, crawl_dir, "round"))
+    assert lock.holder(spark, crawl_dir) is None
+
+
+def test_break_lock_refuses_a_holder_running_here_and_release_spares_a_successor(spark, tmp_path):
+    crawl_dir = str(tmp_path / "crawl")
+    first = lock.acquire(spark, crawl_dir, "round")            # this process: running
+    with pytest.raises(lock.LockedError, match="still running"):
+        lock.break_held_lock(spark, crawl_dir)
+    assert lock.holder(spark, crawl_dir)["token"] == first
+    # the lock broken by hand (an operator sure the round is gone) and taken by another round:
+    # the first round's release must leave the successor's lock
+    storage.hadoop_fs(spark, lock.lock_path(crawl_dir))[0].delete(
+        storage.hadoop_fs(spark, lock.lock_path(crawl_dir))[1], False)
+    held_elsewhere(spark, crawl_dir, command="successor")
+    lock.release(spark, crawl_dir, first)
+    assert lock.holder(spark, crawl_dir)["command"] == "successor"
+    with pytest.raises(lock.LockedError, match="locked by successor"):
+        lock.acquire(spark, crawl_dir, "round")                # elsewhere: not broken unasked

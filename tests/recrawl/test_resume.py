@@ -5,8 +5,8 @@ after an unbroken round.
 ``crawlkit round`` runs in its own process group over the replay web with every page slowed
 by a ``delay`` fault; once the access log shows part of the fetch list answered and the fetch
 tasks have spilled results to content_parts/, the whole group (driver, JVM, Python workers)
-gets SIGKILL. The dead round's lock refuses a new round (exit 3) until ``--break-lock``; the
-rerun finds the segment unfinished (its URLs still locked by it, crawlkit.resume) and finishes
+gets SIGKILL. The rerun takes over the lock the dead round left (its process is gone from
+this machine), finds the segment unfinished (its URLs still locked by it, crawlkit.resume) and finishes
 it instead of generating a new one. A second crawl directory runs the same round unbroken.
 
 A request in flight (or a result being saved) at the kill has no durable result, so the
@@ -130,14 +130,13 @@ def test_killed_round_resumes_without_refetching(spark, tmp_path, replay_factory
     assert saved, "killed before a result was spilled: nothing to check"
     assert not storage.segment_part_exists(spark, broken, segment, "content"), "killed after fetch"
 
-    # the dead round's lock refuses a new round, and leaves everything as it was
+    # the dead round's lock is still there, and its process gone
     assert lock.holder(spark, broken)["command"] == "round"
-    assert cli.main(["round", *cli_args(broken, server.proxy_url)]) == 3
-    assert "--break-lock" in capsys.readouterr().err
+    assert lock._running(lock.holder(spark, broken)) is False
 
-    # --- the rerun: `crawlkit round --break-lock` continues the segment
+    # --- the rerun: `crawlkit round` takes the lock over and continues the segment
     rerun_started = time.time()
-    assert cli.main(["round", *cli_args(broken, server.proxy_url), "--break-lock"]) == 0
+    assert cli.main(["round", *cli_args(broken, server.proxy_url)]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert lock.holder(spark, broken) is None
     assert out["segment"] == segment and out["resumed_from"] == "fetch"

@@ -37,8 +37,10 @@ def test_combiner(spark):
 
 
 def test_prepare_links_noise_options(spark, make_crawldb, make_links):
+    copy, dead = "http://copy.test/", "http://dead.test/"
     crawldb = make_crawldb([{"url": u} for u in (A, B, C)]
-                           + [{"url": D, "metadata": {"spam": "true"}}])   # d is spam
+                           + [{"url": D, "metadata": {"spam": "true"}},   # d is spam
+                              {"url": copy, "status": "duplicate"}, {"url": dead, "status": "gone"}])
     links = make_links([
         (A, B), (A, B),                  # duplicate: one row
         (A, A),                          # self-link: dropped
@@ -47,6 +49,7 @@ def test_prepare_links_noise_options(spark, make_crawldb, make_links):
         (C, A),                          # b.com -> a.edu
         (B, A),                          # b.com -> a.edu again (other source page)
         (D, A),                          # from a spam page: dropped
+        (copy, A), (dead, B),            # from a duplicate, from a page gone silent: dropped
     ])
     edges = prepare_links(links, make_conf(), crawldb=crawldb).select("src", "dst")
     expected = spark.createDataFrame([(A, B), (B, C), (C, A), (B, A)], "src string not null, dst string not null")

@@ -95,11 +95,13 @@ def test_total_cash_is_one_after_any_rounds(spark, web, make_crawldb, seed):
         assert sum(r.score for r in out.values()) <= 1.0 + 1e-12
 
 
-def test_a_duplicate_page_passes_its_cash_on_every_round(spark, web):
-    """Generate never picks a duplicate again: unprocessed, the cash its in-links and the
-    teleport pay it would stay there for good."""
+@pytest.mark.parametrize("status", ["duplicate", "gone"])
+def test_a_page_whose_links_do_not_vote_passes_its_cash_on_every_round(spark, web, status):
+    """A duplicate is refetched rarely and a page gone after its retries never answers again:
+    processed only when answered, the cash its in-links and the teleport pay it would stay
+    there for good."""
     crawldb, links = web
-    crawldb = (crawldb.withColumn("status", F.when(F.col("url") == C, "duplicate").otherwise(F.col("status")))
+    crawldb = (crawldb.withColumn("status", F.when(F.col("url") == C, status).otherwise(F.col("status")))
                .withColumn("opic_cash", F.when(F.col("url").isin(A, C), 0.25).otherwise(F.col("opic_cash"))))
     crawldb, out = round_(spark, crawldb, links, [], scoring__opic_virtual_share=0.2)
     # c -> a is not followed: all of c's 0.25 goes to the virtual page, 0.05 to each known page

@@ -38,9 +38,32 @@ def test_lowest_scored_stored_pages_are_evicted_and_a_risen_one_readmitted(spark
     want = spark.createDataFrame([
         ("http://a.test/2", "evicted", LATER, {"evicted_at": "2026-03-01T12:00:00Z"}),
         ("http://a.test/3", "evicted", LATER, {"evicted_at": "2026-03-01T12:00:00Z"}),
-        ("http://a.test/4", "unfetched", NOW, {}),
+        ("http://a.test/4", "unfetched", NOW, {"readmitted_at": "2026-03-01T12:00:00Z"}),
     ], got.schema)   # (chispa's ignore_nullable does not reach inside a map's nullability)
     assert_df_equality(got, want)
+
+
+def apply(db, changes):
+    """The crawldb with the changed rows' status, fetch_time and metadata (evict's MERGE)."""
+    new = changes.select("url", *[F.col(c).alias(f"_{c}") for c in ("status", "fetch_time", "metadata")])
+    joined = db.join(new, on="url", how="left")
+    return joined.select(*[F.coalesce(F.col(f"_{c}"), F.col(c)).alias(c) if c in ("status", "fetch_time", "metadata")
+                           else F.col(c) for c in db.columns])
+
+
+def test_a_readmitted_page_holds_its_place_until_it_is_refetched(spark):
+    """Readmitted but not refetched yet (a time limit, a retry, the round's caps): the next
+    evict must not readmit another page into the same place."""
+    after = apply(db(spark), buffer_changes(db(spark), 2, NOW))
+    assert buffer_changes(after, 2, NOW + timedelta(days=1)).count() == 0
+    # its estimate falls below a stored page's before the refetch: out again, nothing fetched
+    fallen = after.withColumn("score", F.when(F.col("url") == "http://a.test/4", 0.01).otherwise(F.col("score")))
+    out = {r.url: (r.status, sorted(r.metadata)) for r in buffer_changes(fallen, 2, NOW).collect()}
+    assert out == {"http://a.test/4": ("evicted", ["evicted_at"]), "http://a.test/2": ("unfetched", ["readmitted_at"])}
+    # refetched and stored: the mark goes, the page keeps its place
+    stored = after.withColumn("status", F.when(F.col("url") == "http://a.test/4", "fetched").otherwise(F.col("status")))
+    assert [(r.url, r.status, r.metadata) for r in buffer_changes(stored, 2, NOW).collect()] == [
+        ("http://a.test/4", "fetched", {})]
 
 
 def test_a_buffer_larger_than_the_stored_pages_changes_nothing(spark):

@@ -24,7 +24,9 @@ def db(spark):
         {"url": "http://c.test/2", "host": "c.test", "domain": "c.test", "score": 0.3,
          "generated_segment": "20260201000000", "generate_time": NOW - timedelta(days=20)},  # lock expired
         {"url": "http://d.test/1", "host": "d.test", "domain": "d.test", "score": 0.01},  # below min score
-        {"url": "http://e.test/1", "host": "e.test", "domain": "e.test", "score": 0.2, "status": "duplicate"},
+        {"url": "http://e.test/1", "host": "e.test", "domain": "e.test", "score": 0.2, "status": "evicted"},
+        {"url": "http://f.test/1", "host": "f.test", "domain": "f.test", "score": 0.15,
+         "status": "duplicate"},                                # rechecked on its schedule
         {"url": "crawlkit:virtual", "host": "", "domain": None, "score": 1.0},   # reserved pseudo-URL
     ], NOW)
 
@@ -46,7 +48,7 @@ def test_top_n_zero_means_no_limit_and_domain_cap(spark):
     conf = make_conf(generate__max_per_host=0, generate__max_per_domain=1, crawl__topN=0)
     got = generate(db(spark), conf, NOW, "s1").select("url", "host", "score")
     want = expected(spark, [("http://a.test/1", 0.9), ("http://b.test/1", 0.6),
-                            ("http://c.test/2", 0.3), ("http://d.test/1", 0.01)])
+                            ("http://c.test/2", 0.3), ("http://f.test/1", 0.15), ("http://d.test/1", 0.01)])
     assert_df_equality(got, want, ignore_nullable=True)
 
 

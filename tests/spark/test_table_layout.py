@@ -38,23 +38,46 @@ def test_a_crawldb_written_before_url_hash_gets_it_in_one_commit_once(spark, tmp
     when a stage opens it: every row keeps its values and gains its fingerprint, and the
     table records the declaration it now follows; opening it again changes nothing."""
     path = str(tmp_path / "crawldb")
-    old = _rows(spark).drop("url_hash").withColumn("schema_version", F.lit(1))
+    old = _rows(spark).drop("url_hash", "digest").withColumn("schema_version", F.lit(1))
     old.write.format("delta").save(path)
     assert "url_hash" not in spark.read.format("delta").load(path).columns
 
     storage.ensure_table(spark, path, "crawldb")
     history = DeltaTable.forPath(spark, path).history().orderBy("version").collect()
     assert [(h.operation, h.userMetadata) for h in history] == [
-        ("WRITE", None), ("SET TBLPROPERTIES", None), ("WRITE", "migrate:crawldb:v2"), ("SET TBLPROPERTIES", None)]
-    assert DeltaTable.forPath(spark, path).detail().first().properties[storage.SCHEMA_PROPERTY] == "crawldb:v2"
+        ("WRITE", None), ("ADD COLUMNS", None), ("SET TBLPROPERTIES", None), ("WRITE", "migrate:crawldb:v3"),
+        ("SET TBLPROPERTIES", None)]
+    assert DeltaTable.forPath(spark, path).detail().first().properties[storage.SCHEMA_PROPERTY] == "crawldb:v3"
     migrated = spark.read.format("delta").load(path)
-    assert {r.url: r.asDict() for r in migrated.drop("url_hash").collect()} == \
+    assert {r.url: r.asDict() for r in migrated.drop("url_hash", "digest").collect()} == \
         {r.url: r.asDict() for r in old.collect()}
     assert migrated.filter(F.col("url_hash") != F.xxhash64("url")).count() == 0
     assert migrated.filter(F.col("url_hash").isNull()).count() == 0
 
     storage.ensure_table(spark, path, "crawldb")
     assert DeltaTable.forPath(spark, path).history(1).first().version == history[-1].version
+
+
+def test_a_crawldb_written_before_digest_gets_the_column_without_a_rewrite(spark, tmp_path):
+    """A nullable column declared later (crawldb v3's digest) is added by one ADD COLUMNS
+    commit, no file rewritten: old rows read null, and the stages' writes (an overwrite of
+    some rows, a MERGE) write it."""
+    path = str(tmp_path / "crawldb")
+    _rows(spark).drop("digest").write.format("delta").save(path)
+    files = set(spark.read.format("delta").load(path).inputFiles())
+    table = storage.ensure_table(spark, path, "crawldb")
+    operations = [h.operation for h in table.history().orderBy("version").collect()]
+    assert operations[:2] == ["WRITE", "ADD COLUMNS"] and "WRITE" not in operations[1:]
+    assert set(spark.read.format("delta").load(path).inputFiles()) == files
+    assert storage.read_table(spark, path, "crawldb").filter(F.col("digest").isNotNull()).count() == 0
+
+    a = storage.read_table(spark, path, "crawldb").filter(F.col("host") == "a.test").withColumn("digest", F.lit("D1"))
+    a.localCheckpoint().write.format("delta").mode("overwrite").option("replaceWhere", "host = 'a.test'").save(path)
+    b = (storage.read_table(spark, path, "crawldb").filter(F.col("host") == "b.test")
+         .withColumn("digest", F.lit("D2")).localCheckpoint())
+    table.alias("t").merge(b.alias("s"), "t.url = s.url").whenMatchedUpdateAll().execute()
+    got = {r.host: r.digest for r in storage.read_table(spark, path, "crawldb").collect()}
+    assert got == {"a.test": "D1", "b.test": "D2", "c.test": None}
 
 
 def _stats_columns(path: str) -> set[str]:

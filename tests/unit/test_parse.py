@@ -437,6 +437,17 @@ def test_unknown_options_raise():
 
 # -- signatures --------------------------------------------------------------
 
+def test_digest_is_the_exact_text_where_the_signature_is_its_frequent_words(parse):
+    """Two short home pages that share their frequent words share a text profile; the digest
+    (dedup's key) tells them apart, and sees the same text under other markup as the same."""
+    alice = parse(b"<title>Home</title><p>Home page of Alice. Home: Upson 4130, phone 5-1234.</p>")
+    bob = parse(b"<title>Home</title><p>Home page of Bob. Home: Gates 210, phone 5-9876.</p>")
+    assert alice["signature"] == bob["signature"] and alice["digest"] != bob["digest"]
+    again = parse(b"<div>Home page   of <b>Alice</b>. Home: Upson 4130, phone 5-1234.</div>")
+    assert again["digest"] == parse(b"<p>Home page of Alice. Home: Upson 4130, phone 5-1234.</p>")["digest"]
+    assert parse(b"<html><body><img src=x.png></body></html>")["digest"] is None     # no text
+
+
 def test_signature_ignores_markup_and_whitespace(parse):
     one = parse(b"<html><body><p>The quick brown fox jumps over the lazy dog.</p></body></html>")
     two = parse(b"<html><head><meta name='generated' content='2024-01-01T10:00'></head><body>"
