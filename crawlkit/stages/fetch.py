@@ -314,11 +314,12 @@ def _drop(spark: SparkSession, uri: str) -> None:
 
 def _counters_file(spark: SparkSession, path: str) -> dict | None:
     """A stage's counters, or None when the file is missing or unreadable (written by an
-    older crawlkit in place and cut by a kill): then they are counted again."""
-    text = storage.read_text(spark, path)
+    older crawlkit in place and cut by a kill: torn, or failing its checksum): then they are
+    counted again."""
     try:
+        text = storage.read_text(spark, path)
         return None if text is None else json.loads(text)
-    except json.JSONDecodeError:
+    except Exception:  # noqa: BLE001 - JSON, or Hadoop's checksum error through Py4J
         log.warning("%s is unreadable: counting again", path)
         return None
 
@@ -333,6 +334,7 @@ def _finished_earlier(spark: SparkSession, crawl_dir: str, segment: str) -> dict
         content = storage.read_segment_part(spark, crawl_dir, segment, "content", "content")
         counters = {"segment": segment, **_content_counters(content.agg(*_tally()).first().asDict()),
                     "parsed": None}
+        storage.write_stats(spark, crawl_dir, segment, "fetch", counters)   # once, not every rerun
     else:
         counters = stats
     parsed = counters.get("parsed")

@@ -109,7 +109,7 @@ def test_abandon_refuses_applied_and_unknown_segments(spark, conf, capsys):
     assert "never generated" in capsys.readouterr().err
 
 
-def test_a_round_killed_before_scoring_is_finished_by_scoring_only(spark, conf):
+def test_a_round_killed_before_scoring_is_finished_by_dedup_and_scoring_only(spark, conf):
     segment = run_generate(spark, conf, NOW)["segment"]
     apply_without_scoring(spark, conf, segment, NOW)
     assert [(u.segment, u.stage) for u in find_unfinished(spark, conf, NOW)] == [(segment, "score")]
@@ -117,7 +117,7 @@ def test_a_round_killed_before_scoring_is_finished_by_scoring_only(spark, conf):
     later = NOW + timedelta(hours=1)
     report = run_round(spark, conf, later, log=lambda _m: None)
     assert (report.segment, report.resumed_from) == (segment, "score")
-    assert set(report.counters) == {"score"}
+    assert set(report.counters) == {"dedup", "score"}         # dedup is idempotent: run again
     assert find_unfinished(spark, conf, later) == []
     # the next round generates again (nothing is due an hour later: an empty round)
     assert run_round(spark, conf, later, log=lambda _m: None).segment is None
