@@ -30,7 +30,7 @@ STAGES = {
     "dedup": "mark pages whose visible text a kept page already has as duplicate",
     "score": "run a scorer (PageRank, OPIC, ...) and write the scores to the crawldb",
     "evict": "apply the limited buffer (crawl.buffer_pages): evict the lowest-scored stored pages",
-    "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/score",
+    "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/dedup/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
     "stats": "crawldb statistics: counts by status, top hosts, score and fetch-interval distributions",

@@ -31,7 +31,7 @@ def to_crawldb(spark, records):
 
 OUTCOME_SCHEMA = ("url string, fetch_status string, http_status int, fetched_at timestamp, "
                   "headers map<string,string>, redirect_url string, retry_after int, error string, "
-                  "signature string, parse_status string, parse_error string")
+                  "signature string, digest string, parse_status string, parse_error string")
 
 
 def outcome_rows(spark, rows):

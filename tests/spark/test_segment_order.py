@@ -59,8 +59,8 @@ def test_the_latest_segment_and_the_newest_parse_follow_the_order(spark, tmp_pat
     assert {r["url"] for r in crawled_texts(spark, crawl_dir, upto=f"{T}-9").collect()} == {
         "http://a.test/only-first", "http://a.test/ninth", "http://a.test/"}
 
-    crawldb = spark.createDataFrame([("http://a.test/", "sig:http://a.test/", "fetched", 1.0, {})],
-                                    "url string, signature string, status string, score double, "
+    crawldb = spark.createDataFrame([("http://a.test/", "a.test", "sig:http://a.test/", "fetched", 1.0, {})],
+                                    "url string, domain string, signature string, status string, score double, "
                                     "scores map<string, double>")
     exported = candidates(crawldb, parse_rows(spark, crawl_dir), conf).collect()
     assert [(r["url"], r["title"]) for r in exported] == [("http://a.test/", "new")]
