@@ -252,8 +252,17 @@ def applied_in(commits: list[dict], tag: str) -> bool:
 
 def applied_segments(commits: list[dict], version: int) -> set[str]:
     """The segments whose ``updatedb:<segment>`` commit is at or before ``version``."""
-    return {tag.removeprefix("updatedb:") for commit in commits if commit["version"] <= version
-            for tag in tags_of(commit["userMetadata"]) if tag.startswith("updatedb:")}
+    return _segments_tagged(commits, version, "updatedb:")
+
+
+def generated_segments(commits: list[dict], version: int) -> set[str]:
+    """The segments whose ``generate:<segment>`` commit is at or before ``version``."""
+    return _segments_tagged(commits, version, GENERATE_TAG)
+
+
+def _segments_tagged(commits: list[dict], version: int, prefix: str) -> set[str]:
+    return {tag.removeprefix(prefix) for commit in commits if commit["version"] <= version
+            for tag in tags_of(commit["userMetadata"]) if tag.startswith(prefix)}
 
 
 def tags_in(commits: list[dict]) -> set[str]:
@@ -332,12 +341,18 @@ def write_segment_part(df: DataFrame, crawl_dir: str, segment: str, part: str, t
     target = segment_path(crawl_dir, segment, part)
     staging = join(segment_path(crawl_dir, segment), f".{part}.writing")
     schemas.conform(df, table).write.mode("overwrite").parquet(staging)
-    fs, target_path = hadoop_fs(df.sparkSession, target)
-    _, staging_path = hadoop_fs(df.sparkSession, staging)
-    fs.delete(target_path, True)
-    if not fs.rename(staging_path, target_path):
-        raise OSError(f"could not rename {staging} to {target}")
+    move_into_place(df.sparkSession, staging, target)
     return observation.get if observation is not None else {}
+
+
+def move_into_place(spark: SparkSession, source: str, target: str) -> None:
+    """Replace ``target`` (a file or folder, if there is one) by ``source``: a delete and a
+    rename, so a reader finds the old one, none, or the new one complete; never a torn one."""
+    fs, target_path = hadoop_fs(spark, target)
+    _, source_path = hadoop_fs(spark, source)
+    fs.delete(target_path, True)
+    if not fs.rename(source_path, target_path):
+        raise OSError(f"could not rename {source} to {target}")
 
 
 def read_segment_part(spark: SparkSession, crawl_dir: str, segment: str, part: str, table: str) -> DataFrame:
@@ -403,7 +418,4 @@ def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, c
     stats = join(segment_path(crawl_dir, segment), "_stats")
     staging = join(stats, f".{stage}.json.writing")
     write_text(spark, staging, json.dumps(counters, sort_keys=True, default=str))
-    fs, target = hadoop_fs(spark, join(stats, f"{stage}.json"))
-    fs.delete(target, False)
-    if not fs.rename(hadoop_fs(spark, staging)[1], target):
-        raise OSError(f"could not rename {staging} into place")
+    move_into_place(spark, staging, join(stats, f"{stage}.json"))

@@ -69,8 +69,6 @@ def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) ->
     if version not in versions:
         raise ValueError(f"crawldb version {version} does not exist (versions {versions[0]}..{versions[-1]})")
     committed_at = next(c["timestamp"] for c in commits if c["version"] == version)
-    generated = frozenset(tag.removeprefix(storage.GENERATE_TAG) for c in commits if c["version"] <= version
-                          for tag in storage.tags_of(c["userMetadata"]) if tag.startswith(storage.GENERATE_TAG))
     link_version = None
     if storage.is_delta(spark, link_path):
         link_version = paired_link_version(commits, storage.history(spark, link_path), version)
@@ -80,5 +78,6 @@ def snapshot(spark: SparkSession, crawl_dir: str, version: int | None = None) ->
     return Snapshot(
         crawldb=crawldb.filter(~F.col("url").startswith(VIRTUAL_PREFIX)),
         links=links.filter(~F.col("src").startswith(VIRTUAL_PREFIX) & ~F.col("dst").startswith(VIRTUAL_PREFIX)),
-        crawldb_version=version, linkdb_version=link_version, committed_at=committed_at, generated=generated,
+        crawldb_version=version, linkdb_version=link_version, committed_at=committed_at,
+        generated=frozenset(storage.generated_segments(commits, version)),
         applied=frozenset(storage.applied_segments(commits, version)))

@@ -298,13 +298,9 @@ def _publish(spark: SparkSession, parts_uri: str, crawl_dir: str, segment: str, 
         storage.write_segment_part(parts, crawl_dir, segment, table, table)
         _drop(spark, parts_uri)
         return
-    fs, parts = storage.hadoop_fs(spark, parts_uri)
-    _, part = storage.hadoop_fs(spark, part_uri)
-    _, success = storage.hadoop_fs(spark, storage.join(parts_uri, "_SUCCESS"))
+    fs, success = storage.hadoop_fs(spark, storage.join(parts_uri, "_SUCCESS"))
     fs.create(success, True).close()
-    fs.delete(part, True)
-    if not fs.rename(parts, part):
-        raise OSError(f"could not rename {parts_uri} to {part_uri}")
+    storage.move_into_place(spark, parts_uri, part_uri)
 
 
 def _drop(spark: SparkSession, uri: str) -> None:

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from crawlkit import schemas
 from crawlkit.conf import Conf
 from crawlkit.schedule import last_fetch_time, next_interval, seconds_since
+from crawlkit.stages.dedup import DUPLICATE_OF
 from crawlkit.status import COUNTS_AS_FAILURE, TRANSITIONS, FetchStatus, Schedule, Status
 
 # The outcome columns ``transition`` reads, carried beside the crawldb row as o_<name>.
@@ -125,7 +126,7 @@ def _new_row(conf: Conf, now: datetime) -> list[Column]:
     # duplicate_of (crawlkit.stages.dedup) holds only while the page is a duplicate
     still_duplicate = F.col("_status") == Status.DUPLICATE.value
     metadata = F.map_filter(F.col("metadata"), lambda k, v: ~k.isin("last_error", "redirect_to")
-                            & (still_duplicate | (k != F.lit("duplicate_of"))))
+                            & (still_duplicate | (k != F.lit(DUPLICATE_OF))))
     metadata = F.map_concat(metadata, F.when(error.isNotNull(), F.create_map(F.lit("last_error"), error))
                             .otherwise(no_entry))
     metadata = F.map_concat(metadata, F.when(o("redirect_url").isNotNull(),
