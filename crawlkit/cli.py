@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
         _common(p)
         if name in ("inject", "crawl"):
             p.add_argument("--seeds", required=(name == "inject"), help="seeds file, one URL per line")
+            p.add_argument("--update", action="store_true", default=None,
+                           help="merge the seed lines' metadata into known URLs (sets inject.update)")
+            p.add_argument("--refetch", action="store_true", default=None,
+                           help="make known seed URLs due now (sets inject.refetch)")
         if name in ("fetch", "parse", "updatedb", "dedup", "score", "evict"):
             p.add_argument("--segment", help="segment name (default: the newest)")
         if name == "generate":
@@ -165,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _conf_from(args):
     overrides = parse_assignments(args.conf)
     for flag, key in (("crawl_dir", "crawl.dir"), ("master", "spark.master"), ("topN", "crawl.topN"),
-                      ("rounds", "crawl.rounds"), ("scorer", "scoring.scorer")):
+                      ("rounds", "crawl.rounds"), ("scorer", "scoring.scorer"),
+                      ("update", "inject.update"), ("refetch", "inject.refetch")):
         value = getattr(args, flag, None)
         if value is not None:
             overrides[key] = value
@@ -231,8 +236,8 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     if cmd == "inject":
         from crawlkit.stages.inject import run_inject
         counters = run_inject(spark, args.seeds, conf, now)
-        for error in counters["errors"]:
-            say(f"seeds {error}")
+        for problem in counters["errors"] + counters["repeats"]:
+            say(f"seeds {problem}")
         return counters
     if cmd == "generate":
         from crawlkit.stages.generate import run_generate

@@ -147,9 +147,10 @@ def _inject(spark: SparkSession, conf: Conf, seeds: str | None, now: datetime, l
     if not seeds:
         return
     counters = run_inject(spark, seeds, conf, now)
-    log(f"inject: {counters['injected']} new, {counters['bad_lines']} bad lines")
-    for error in counters["errors"][:20]:
-        log(f"  seeds {error}")
+    log(f"inject: {counters['injected']} new, {counters['updated']} known URLs updated, "
+        f"{counters['bad_lines']} bad lines, {counters['repeated_lines']} repeated")
+    for problem in (counters["errors"] + counters["repeats"])[:20]:
+        log(f"  seeds {problem}")
 
 
 def run_every(spark: SparkSession, conf: Conf, seeds: str | None, every: float,

@@ -6,9 +6,21 @@ Seeds file format, one seed per line (as Nutch's injector)::
     http://www.example.org/  score=2.5  topic=sports    # optional score and metadata
 
 Fields are separated by whitespace (tab or spaces); ``#`` starts a comment; blank lines are
-skipped. A bad line (not UTF-8, too long, unparseable URL, unsupported scheme, filtered out,
-a malformed field) is reported with its line number and skipped; the rest are injected.
-Injecting is idempotent: URLs already in the crawldb keep their state.
+skipped; a field with an empty value (``spam=``) names a key the URL must not have. A bad line
+(not UTF-8, too long, unparseable URL, unsupported scheme, filtered out, a malformed field) is
+reported with its line number and skipped; a line whose URL an earlier line already gave
+(after normalization) is reported too, and the first is kept. The rest are injected.
+
+Injecting is idempotent: URLs already in the crawldb keep their state, unless asked (as
+Nutch's ``db.injector.update``), which is how an operator acts on URLs the crawl already knows:
+
+* ``inject.update`` (``--update``): the line's metadata is merged into the known URL's (its
+  keys replace the row's, an empty value removes the key): flag a link farm ``spam=true`` so
+  its links stop voting, or take the flag back with ``spam=``. A ``score=`` is not applied to a
+  known URL: the scoring stage recomputes every score each round.
+* ``inject.refetch`` (``--refetch``): the known URL is due now with its transient-failure
+  count reset, gone and retrying URLs included (a site that was down is back). An ``evicted``
+  URL is left to the limited buffer (crawlkit.stages.evict), which decides what it holds.
 """
 from __future__ import annotations
 
@@ -26,6 +38,7 @@ from pyspark.sql import types as T
 from crawlkit import storage
 from crawlkit.conf import Conf, ConfError
 from crawlkit.crawldb import new_entries
+from crawlkit.status import Status
 from crawlkit.urls import UrlFilter, UrlNormalizer, domain_of, host_of
 
 
@@ -43,6 +56,7 @@ class Seed:
 class SeedReport:
     seeds: list[Seed] = field(default_factory=list)
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
+    repeats: list[tuple[int, int]] = field(default_factory=list)  # (line number, first line)
 
 
 def parse_seed_lines(lines: Iterable[bytes], conf: Conf) -> SeedReport:
@@ -51,7 +65,7 @@ def parse_seed_lines(lines: Iterable[bytes], conf: Conf) -> SeedReport:
     url_filter = UrlFilter(conf.section("urls"))
     max_len = conf["inject.max_line_length"]
     report = SeedReport()
-    seen: set[str] = set()
+    first_line: dict[str, int] = {}
     for number, raw in enumerate(lines, start=1):
         if len(raw) > max_len:
             report.errors.append((number, f"line longer than {max_len} bytes"))
@@ -77,9 +91,10 @@ def parse_seed_lines(lines: Iterable[bytes], conf: Conf) -> SeedReport:
         if bad:
             report.errors.append((number, bad))
             continue
-        if url in seen:
+        if url in first_line:
+            report.repeats.append((number, first_line[url]))
             continue
-        seen.add(url)
+        first_line[url] = number
         report.seeds.append(Seed(url, score, metadata))
     return report
 
@@ -98,7 +113,7 @@ def _parse_fields(fields: list[str]) -> tuple[float | None, dict[str, str], str 
             if not math.isfinite(score) or score < 0:
                 return None, {}, f"score {value[:50]!r} must be a finite non-negative number"
         else:
-            metadata[key] = value
+            metadata[key] = value   # an empty value removes the key (crawldb_metadata)
     return score, metadata, None
 
 
@@ -139,8 +154,31 @@ def read_seed_file(spark: SparkSession, path: str) -> list[bytes]:
     return [line.rstrip(b"\r") for line in data.split(b"\n")]
 
 
+def known_seed_changes(seeds: DataFrame, crawldb: DataFrame, *, update: bool, refetch: bool,
+                       now: datetime) -> DataFrame:
+    """(url, metadata, fetch_time, retries) of the known URLs a seeds file changes: under
+    ``update`` the seed's metadata merged into the row's (an empty value removes the key),
+    under ``refetch`` due ``now`` with no transient failures counted (not ``evicted`` URLs)."""
+    known = crawldb.select("url", "status", "metadata", "fetch_time", "retries").join(
+        seeds.select("url", F.col("metadata").alias("_seed")), "url")
+    old = F.coalesce(F.col("metadata"), F.create_map().cast("map<string,string>"))
+    seed = F.coalesce(F.col("_seed"), F.create_map().cast("map<string,string>"))
+    merged = F.map_filter(
+        F.map_concat(F.map_filter(old, lambda k, _v: ~F.array_contains(F.map_keys(seed), k)), seed),
+        lambda _k, v: v != F.lit(""))
+    due = F.lit(refetch) & (F.col("status") != Status.EVICTED.value)
+    metadata = merged if update else F.col("metadata")
+    same = F.array_sort(F.map_entries(old)) == F.array_sort(F.map_entries(merged))  # maps: no "="
+    changed = due | (F.lit(update) & ~same)
+    return known.filter(changed).select(
+        "url", metadata.alias("metadata"),
+        F.when(due, F.lit(now).cast("timestamp")).otherwise(F.col("fetch_time")).alias("fetch_time"),
+        F.when(due, F.lit(0)).otherwise(F.col("retries")).alias("retries"))
+
+
 def run_inject(spark: SparkSession, seeds_path: str, conf: Conf, now: datetime) -> dict:
-    """Inject a seeds file; returns counters (injected, already known, bad lines)."""
+    """Inject a seeds file; returns counters (injected, already known, updated, bad and
+    repeated lines). One commit: a crash leaves the crawldb as it was."""
     from crawlkit.scoring import get_scorer, real_pages
 
     report = parse_seed_lines(read_seed_file(spark, seeds_path), conf)
@@ -156,17 +194,31 @@ def run_inject(spark: SparkSession, seeds_path: str, conf: Conf, now: datetime) 
     path = storage.crawldb_path(conf["crawl.dir"])
     table = storage.ensure_table(spark, path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     existing = table.toDF().select("url")
-    fresh = seeds_df.join(existing, on="url", how="left_anti")
-    fresh_rows = seed_rows(fresh, table.toDF(), conf, now)
+    fresh = seeds_df.join(existing, on="url", how="left_anti").withColumn(
+        "metadata", F.map_filter("metadata", lambda _k, v: v != F.lit("")))
+    fresh_rows = seed_rows(fresh, table.toDF(), conf, now).withColumn("_known", F.lit(False))
+    update, refetch = conf["inject.update"], conf["inject.refetch"]
+    if update or refetch:
+        known = known_seed_changes(seeds_df, table.toDF(), update=update, refetch=refetch, now=now)
+        fresh_rows = fresh_rows.unionByName(known.withColumn("_known", F.lit(True)),
+                                            allowMissingColumns=True)
+    source = fresh_rows.localCheckpoint(eager=True)   # read once: counted, then merged
+    updated = source.filter("_known").count()
     before = real_pages(table.toDF()).count()   # OPIC's virtual page is no seed
+    columns = [f.name for f in table.toDF().schema.fields]
     with storage.commit_tag(spark, f"inject:{now.isoformat()}"):
-        # One commit: new seeds are inserted; the only existing row a scorer may hand back is
-        # OPIC's virtual page, whose cash the new seeds took.
-        (table.alias("db").merge(fresh_rows.alias("s"), "db.url = s.url")
+        # One commit: new seeds are inserted; known seeds changed as asked; the only other
+        # existing row a scorer may hand back is OPIC's virtual page, whose cash the new
+        # seeds took.
+        (table.alias("db").merge(source.alias("s"), "db.url = s.url")
+         .whenMatchedUpdate(condition="s._known", set={
+             "metadata": "s.metadata", "fetch_time": "s.fetch_time", "retries": "s.retries"})
          .whenMatchedUpdate(set={"opic_cash": "s.opic_cash"})
-         .whenNotMatchedInsertAll().execute())
+         .whenNotMatchedInsert(values={c: f"s.{c}" for c in columns}).execute())
     injected = real_pages(table.toDF()).count() - before
     return {"seeds": len(report.seeds), "injected": injected,
-            "already_known": len(report.seeds) - injected,
-            "bad_lines": len(report.errors),
-            "errors": [f"line {n}: {why}" for n, why in report.errors[:1000]]}
+            "already_known": len(report.seeds) - injected, "updated": updated,
+            "bad_lines": len(report.errors), "repeated_lines": len(report.repeats),
+            "errors": [f"line {n}: {why}" for n, why in report.errors[:1000]],
+            "repeats": [f"line {n}: the URL of line {first} again (line {first} kept)"
+                        for n, first in report.repeats[:1000]]}

@@ -47,10 +47,11 @@ def test_inject_reports_each_bad_line_by_number_and_injects_the_rest(tmp_path):
         expected_bad[len(lines)] = words
     lines.append(b"# a comment")
     lines.append(b"")
+    lines.append(b"http://GOOD1.test/#again")       # the first line's URL once normalized
     seeds = tmp_path / "seeds.txt"
     seeds.write_bytes(b"\n".join(lines) + b"\n")
     crawl_dir = tmp_path / "crawl"
-    result = crawlkit("inject", "--seeds", str(seeds), "--crawl-dir", str(crawl_dir),
+    result = crawlkit("inject", "--seeds", str(seeds), "--crawl-dir", str(crawl_dir), "--update",
                       "--master", "local[1]", "--now", "2026-01-01T00:00:00",
                       "--conf", "spark.shuffle_partitions=1")
     stderr = result.stderr.decode("utf-8", "replace")
@@ -58,8 +59,10 @@ def test_inject_reports_each_bad_line_by_number_and_injects_the_rest(tmp_path):
     counters = json.loads(result.stdout.decode().strip().splitlines()[-1])
     assert counters["injected"] == len(GOOD)
     assert counters["bad_lines"] == len(BAD)
+    assert (counters["repeated_lines"], counters["updated"]) == (1, 0)
     report_lines = [l for l in stderr.splitlines() if l.startswith("seeds ")]
-    assert len(report_lines) == len(BAD), report_lines
+    assert len(report_lines) == len(BAD) + 1, report_lines
+    assert f"seeds line {len(lines)}: the URL of line 1 again (line 1 kept)" in report_lines
     for number, words in expected_bad.items():
         line = next((l for l in report_lines if l.startswith(f"seeds line {number}: ")), None)
         assert line is not None, (number, report_lines)

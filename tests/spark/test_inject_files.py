@@ -25,3 +25,56 @@ def test_inject_counts_seeds_not_the_virtual_page(spark, tmp_path):
     assert (first["seeds"], first["injected"], first["already_known"]) == (2, 2, 0)
     again = run_inject(spark, str(seeds), conf, __import__("datetime").datetime(2024, 1, 2))
     assert (again["injected"], again["already_known"]) == (0, 2)
+
+
+def test_known_urls_change_only_when_asked_update_merges_metadata_refetch_makes_them_due(spark, tmp_path):
+    from datetime import datetime
+
+    from crawlkit import storage
+    from sparkhelpers import crawldb_rows
+
+    now, later = datetime(2026, 3, 1), datetime(2026, 6, 1)
+    crawl = tmp_path / "crawl"
+    page = lambda n, status, **kw: {"url": f"http://a.test/{n}", "host": "a.test", "status": status,  # noqa: E731
+                                    "fetch_time": later, "score": 0.5, **kw}
+    crawldb_rows(spark, [
+        page("farm", "fetched", metadata={"topic": "x"}),
+        page("flagged", "fetched", metadata={"spam": "true", "topic": "y"}),
+        page("down", "gone", retries=3),
+        page("evicted", "evicted", metadata={"evicted_at": "2026-02-01T00:00:00Z"}),
+    ], now).write.format("delta").save(storage.crawldb_path(str(crawl)))
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/farm spam=true score=9\n"
+                     "http://a.test/flagged spam=\n"
+                     "http://a.test/down\n"
+                     "http://a.test/evicted\n"
+                     "http://a.test/new spam= topic=z\n"
+                     "http://a.test/farm topic=other\n")
+
+    def rows():
+        db = storage.read_table(spark, storage.crawldb_path(str(crawl)), "crawldb")
+        return {r.url.rsplit("/", 1)[1]: (r.status, r.fetch_time, r.retries, r.score, dict(r.metadata))
+                for r in db.collect()}
+
+    plain = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl)), now)
+    assert (plain["injected"], plain["already_known"], plain["updated"]) == (1, 4, 0)
+    assert (plain["repeated_lines"], plain["repeats"]) == (1, ["line 6: the URL of line 1 again (line 1 kept)"])
+    before = rows()
+    assert before["farm"] == ("fetched", later, 0, 0.5, {"topic": "x"})
+    assert before["new"][4] == {"topic": "z"}                  # an empty value is no key
+
+    updated = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl), inject__update=True), now)
+    after = rows()
+    assert updated["updated"] == 2                            # farm and flagged; the rest unchanged
+    assert after["farm"] == ("fetched", later, 0, 0.5, {"topic": "x", "spam": "true"})  # no score
+    assert after["flagged"][4] == {"topic": "y"}
+    assert after["down"] == before["down"] and after["evicted"] == before["evicted"]
+    again = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl), inject__update=True), now)
+    assert again["updated"] == 0 and rows() == after
+
+    refetched = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl), inject__refetch=True), now)
+    due = rows()
+    assert refetched["updated"] == 4                          # farm, flagged, down, new
+    assert due["down"] == ("gone", now, 0, 0.5, {})            # due now, failures forgotten
+    assert due["farm"][1:3] == (now, 0) and due["farm"][4] == after["farm"][4]
+    assert due["evicted"] == before["evicted"]                # the buffer decides

@@ -26,6 +26,7 @@ def test_good_and_bad_seed_lines():
         ("http://example.com/ok3", None, {}),
     ]
     assert [n for n, _ in report.errors] == [5, 6, 8, 9, 10, 11, 13]
+    assert report.repeats == [(7, 1)]                     # reported, the first line kept
     reasons = dict(report.errors)
     assert "scheme" in reasons[5]
     assert "not UTF-8" in reasons[8]
