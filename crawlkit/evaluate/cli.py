@@ -49,6 +49,7 @@ def run_evaluate(args, conf) -> dict:
         evicted = read_evicted(get_spark(conf, checkpoints=False), crawl_dir)   # reads only
     try:
         result = evaluate_crawl(crawl_dir, args.web, args.name, hot=args.hot or DEFAULT_HOT,
+                                importance=conf["scoring.importance"],
                                 buffer=args.buffer if isinstance(args.buffer, int) else None,
                                 evicted=evicted, access_log=args.access_log, labels=args.labels,
                                 topic=args.topic)

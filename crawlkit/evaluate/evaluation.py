@@ -93,7 +93,8 @@ class EvaluationResult:
 
 
 def evaluate_order(name: str, order: np.ndarray, web: Web, *,
-                   hot: str | Iterable[str] = DEFAULT_HOT, buffer: int | None = None,
+                   hot: str | Iterable[str] = DEFAULT_HOT, importance: str = "pagerank",
+                   buffer: int | None = None,
                    estimates: np.ndarray | None = None, kept: np.ndarray | None = None,
                    topic: str | None = None, points: int = DEFAULT_POINTS,
                    fractions: Iterable[float] = DEFAULT_FRACTIONS) -> EvaluationResult:
@@ -101,8 +102,12 @@ def evaluate_order(name: str, order: np.ndarray, web: Web, *,
 
     ``buffer`` with ``estimates`` (one per order position) replays a limited buffer;
     ``kept`` (bool per position) is the end state of the crawler's own buffer instead.
-    Importance measures need a link graph; harvest and recall need ``topic`` and labels.
+    Importance measures need a link graph; P_CS ranks the web by ``importance``
+    (``pagerank``: IR, ``backlinks``: IB, in-links; ``scoring.importance``); harvest and
+    recall need ``topic`` and labels.
     """
+    if importance not in measures.IMPORTANCE:
+        raise ValueError(f"importance {importance!r}: expected one of {', '.join(measures.IMPORTANCE)}")
     order = np.asarray(order, dtype=np.int64)
     if len(order) == 0:
         raise ValueError("no crawled pages to evaluate")
@@ -113,7 +118,8 @@ def evaluate_order(name: str, order: np.ndarray, web: Web, *,
         notes += [f"no page is {h.name}: its measures are left out" for h in hot_sets if h.size == 0]
         hot_sets = [h for h in hot_sets if h.size]
         curves += [measures.crawl_and_stop_threshold(order, h) for h in hot_sets]
-        curves.append(measures.crawl_and_stop(order, web.pagerank))
+        by = web.pagerank if importance == "pagerank" else web.in_degree
+        curves.append(measures.crawl_and_stop(order, by, importance))
         if buffer is not None:
             evicted = measures.buffer_evictions(estimates, buffer)
             curves += [measures.limited_buffer(order, evicted, buffer, h) for h in hot_sets]
@@ -134,7 +140,8 @@ def evaluate_order(name: str, order: np.ndarray, web: Web, *,
 
 
 def evaluate_crawl(crawl_dir: str, web_links_path: str | Path | None, name: str | None = None, *,
-                   hot: str | Iterable[str] = DEFAULT_HOT, buffer: int | None = None,
+                   hot: str | Iterable[str] = DEFAULT_HOT, importance: str = "pagerank",
+                   buffer: int | None = None,
                    estimates: Mapping[str, float] | None = None,
                    evicted: Iterable[str] | None = None, access_log: str | Path | None = None,
                    labels: str | Path | None = None, topic: str | None = None,
@@ -163,7 +170,7 @@ def evaluate_crawl(crawl_dir: str, web_links_path: str | Path | None, name: str 
     if buffer is not None:
         scores = first["url"].map(estimates) if estimates is not None else first["estimate"]
         buffer_args.update(buffer=int(buffer), estimates=scores.to_numpy(dtype=np.float64))
-    result = evaluate_order(name, first["page"].to_numpy(), web, hot=hot, topic=topic,
+    result = evaluate_order(name, first["page"].to_numpy(), web, hot=hot, importance=importance, topic=topic,
                             points=points, fractions=fractions, **buffer_args)
     result.notes[:0] = notes
     if access_log is not None:

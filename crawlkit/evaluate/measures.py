@@ -27,7 +27,7 @@ import numpy as np
 from crawlkit.evaluate.hot import HotSet
 from crawlkit.evaluate.importance import tie_groups
 
-CS_HOT = "pagerank-top-K"
+IMPORTANCE = ("pagerank", "backlinks")   # IR (PageRank) and IB (in-links) of the whole web
 
 
 @dataclass
@@ -51,8 +51,9 @@ def crawl_and_stop_threshold(order: np.ndarray, hot: HotSet) -> Curve:
     return Curve("P_ST", hot.name, k, found / hot.size, np.minimum(1.0, k / hot.size), k / pages)
 
 
-def crawl_and_stop(order: np.ndarray, importance: np.ndarray) -> Curve:
-    """P_CS: the share of the first K crawled pages that are among the K most important.
+def crawl_and_stop(order: np.ndarray, importance: np.ndarray, metric: str = "pagerank") -> Curve:
+    """P_CS: the share of the first K crawled pages that are among the K most important by
+    ``importance`` (``metric`` names it in the curve: ``<metric>-top-K``).
 
     Ties are inclusive: a page counts when it is at least as important as the K-th most
     important page (values within the tie tolerance are equal), so no arbitrary order
@@ -67,7 +68,7 @@ def crawl_and_stop(order: np.ndarray, importance: np.ndarray) -> Curve:
     counted = np.cumsum(np.bincount(counts_from, minlength=len(order) + 1)[1:len(order) + 1])
     kth = ascending[::-1][k - 1]
     at_least_kth = pages - np.searchsorted(ascending, kth, side="left")
-    return Curve("P_CS", CS_HOT, k, counted / k, np.ones(len(k)), at_least_kth / pages)
+    return Curve("P_CS", f"{metric}-top-K", k, counted / k, np.ones(len(k)), at_least_kth / pages)
 
 
 def buffer_evictions(estimates: np.ndarray, capacity: int) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from crawlkit.cli import main
 from crawlkit.evaluate import compare
@@ -75,3 +76,19 @@ def test_the_crosscheck_of_one_common_page_is_json(tmp_path):
     from crawlkit.evaluate.crosscheck import CrossCheck
     summary = CrossCheck(log_only=[], segments_only=[], common=1, order_agreement=float("nan")).summary()
     assert json.loads(json.dumps(summary, allow_nan=False))["order_agreement"] is None
+
+
+def test_cli_ranks_the_web_by_scoring_importance_for_p_cs(crawl_dir, web_files, tmp_path):
+    # in-links rank b and h equal (1 each), where PageRank puts b ahead: the 4th most
+    # important page is then one of five pages at least that important, not four
+    for importance, at_least_4th in (("pagerank", 4), ("backlinks", 5)):
+        assert main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]),
+                     "--name", importance, "--out", str(tmp_path), "--quiet",
+                     "--conf", f"scoring.importance={importance}"]) == 0
+        curves = pd.read_csv(tmp_path / f"{importance}.csv")
+        cs = curves[(curves.metric == "P_CS") & (curves.ordering == "random")]
+        assert set(cs["hot_definition"]) == {f"{importance}-top-K"}
+        assert cs[cs.pages_crawled == 4]["value"].iloc[0] == at_least_4th / 8
+    with pytest.raises(SystemExit, match="importance 'opic': expected one of pagerank, backlinks"):
+        main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]), "--quiet",
+              "--conf", "scoring.importance=opic"])
