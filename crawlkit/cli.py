@@ -48,6 +48,7 @@ NOT_YET = {
 INSPECTION = ("stats", "dump", "top", "report")
 
 # Commands that change the crawl directory hold its lock while they run.
+SPILLERS = {"generate", "fetch", "round", "crawl"}   # commands whose fetch tasks write the crawl dir
 WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict", "crawl", "round"}
 
 
@@ -208,12 +209,18 @@ def run(args) -> dict:
     if args.command == "evaluate":  # runs on the driver; Spark only for the Delta crawldb
         from crawlkit.evaluate.cli import run_evaluate
         return run_evaluate(args, conf)
+    if args.command in SPILLERS:   # before Spark starts, and before a URL is locked or fetched
+        from crawlkit.stages.fetch import check_executor_scheme
+        check_executor_scheme(conf["crawl.dir"])
     spark = get_spark(conf, checkpoints=args.command not in INSPECTION)
     now = args.now or utc_now()
     say = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     cmd = args.command
     if conf.changed():
         say("options in effect: " + json.dumps(conf.changed(), default=str, sort_keys=True))
+    if cmd in SPILLERS:   # a crawl dir without a scheme, as Hadoop resolves it
+        from crawlkit.stages.fetch import executor_uri
+        executor_uri(spark, conf["crawl.dir"])
     with job_group(spark, cmd, getattr(args, "segment", None)):
         if cmd in WRITERS:
             from crawlkit.lock import round_lock

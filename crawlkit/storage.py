@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Callable, Iterator
@@ -40,10 +41,25 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
 
 
-def absolute(path: str) -> str:
-    """A URI executors can open: local paths become absolute (``crawl`` -> ``/home/u/crawl``)."""
-    import os
-    return path if "://" in path else os.path.abspath(path)
+def scheme_of(uri: str) -> str | None:
+    """The URI scheme, lower case (``s3``, ``hdfs``, ``dbfs`` of ``dbfs:/x``), None for a path."""
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", uri)
+    return match[1].lower() if match else None
+
+
+def absolute(spark: SparkSession, path: str) -> str:
+    """``path`` as every process opens it, for the parts executors write with pyarrow.
+
+    A path without a scheme is resolved as Spark and Delta resolve it, against Hadoop's
+    ``fs.defaultFS`` and working directory: on a cluster whose default filesystem is HDFS,
+    ``crawl`` is ``hdfs://nn:8020/user/u/crawl``, where pyarrow alone would take it for each
+    executor's own disk (and the driver, reading through Hadoop, would find nothing there).
+    A local result stays a plain path (``crawl`` -> ``/home/u/crawl``)."""
+    if scheme_of(path):
+        return path
+    fs, hpath = hadoop_fs(spark, path)
+    uri = fs.makeQualified(hpath).toUri()
+    return uri.getPath() if uri.getScheme() == "file" else uri.toString()
 
 
 def crawldb_path(crawl_dir: str) -> str:

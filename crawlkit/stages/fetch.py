@@ -50,7 +50,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from crawlkit import schemas, storage
-from crawlkit.conf import Conf
+from crawlkit.conf import Conf, ConfError
 from crawlkit.progress import ProgressSink, fetch_progress
 from crawlkit.stages.generate import partition_by_host
 from crawlkit.status import FetchStatus
@@ -159,7 +159,8 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
             totals["by_status"].update(r["fetch_status"] for r in buffer)
             chunk, last, buffer, parsed = chunk + 1, time.monotonic(), [], []
 
-        rows = (row for batch in batches for row in batch.to_pylist())
+        saved = _saved_urls(filesystem, folder, context.partitionId() if context else 0)
+        rows = (row for batch in batches for row in batch.to_pylist() if row["url"] not in saved)
         stats = FetchStats()
         results = fetch_partition(rows, conf, now, stats)
         for result in (results if progress is None else progress.follow(results, stats)):
@@ -172,14 +173,33 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
             spill()
         if conf["fetcher.merge_spills"] and chunk > 1:
             merge_spills()
+            totals["files"] = [f"part-{task}-{chunk:05d}.parquet"]
+        else:
+            totals["files"] = [f"part-{task}-{i:05d}.parquet" for i in range(chunk)]
         yield pa.RecordBatch.from_pydict({"counters": [json.dumps(totals)]},
                                          schema=pa.schema([("counters", pa.string())]))
     return run
 
 
+def _saved_urls(filesystem, folder: str, partition: int) -> set[str]:
+    """URLs whose results an earlier attempt of this task saved (its spill files, named by
+    the partition): when Spark runs a task again (an executor lost or preempted), the new
+    attempt fetches only what the old one had not saved, instead of asking the same hosts
+    for the same pages again. A first attempt finds no such file."""
+    import pyarrow.parquet as pq
+    from pyarrow import fs as pafs
+
+    prefix = f"part-p{partition:05d}-"
+    files = [info.path for info in filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+             if info.base_name.startswith(prefix)]
+    return {url for path in files
+            for url in pq.read_table(path, columns=["url"], filesystem=filesystem).column("url").to_pylist()}
+
+
 def _no_counters() -> dict:
-    """A task's counters before its first spill: rows, bytes, by_status and (when it parses) parse."""
-    return {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter()}
+    """A task's counters before its first spill: rows, bytes, by_status, (when it parses)
+    parse, and the names of the content files it left (the driver checks it sees them)."""
+    return {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter(), "files": []}
 
 
 def _task_counters(rows) -> dict:
@@ -191,7 +211,58 @@ def _task_counters(rows) -> dict:
         total["bytes"] += task["bytes"]
         total["by_status"].update(task["by_status"])
         total["parse"].update(task["parse"])
+        total["files"] += task["files"]
     return total
+
+
+# URI schemes pyarrow's FileSystem.from_uri opens (pyarrow 26); s3a://, s3n://, wasbs://,
+# dbfs:/ and the like it does not, though Hadoop may (docs/cluster.md, "crawl directory").
+ARROW_SCHEMES = frozenset({"file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
+
+
+def executor_uri(spark: SparkSession, path: str) -> str:
+    """``path`` as the fetch tasks open it (storage.absolute), refused when pyarrow cannot
+    open it on the executors: before anything is fetched, and (the CLI asks before generate,
+    round and crawl) before URLs are locked in a segment no fetch could write."""
+    return check_executor_scheme(storage.absolute(spark, path), path)
+
+
+def check_executor_scheme(uri: str, given: str | None = None) -> str:
+    """``uri`` if pyarrow opens its scheme, else a ConfError naming ``given`` (the crawl dir)."""
+    scheme = storage.scheme_of(uri) or "file"
+    if scheme not in ARROW_SCHEMES:
+        raise ConfError(f"crawl.dir {given or uri!r} resolves to {scheme}:, which the fetch tasks cannot "
+                        f"write (they spill with pyarrow, which opens {', '.join(sorted(ARROW_SCHEMES))}); "
+                        "on S3 use s3:// with spark.hadoop.fs.s3.impl="
+                        "org.apache.hadoop.fs.s3a.S3AFileSystem (docs/cluster.md)")
+    return uri
+
+
+def spill_uri(spark: SparkSession, crawl_dir: str, segment: str, part: str) -> str:
+    """Where the fetch tasks spill a segment's ``part`` (:func:`executor_uri`)."""
+    return executor_uri(spark, storage.segment_path(crawl_dir, segment, part))
+
+
+def check_no_speculation(setting: str) -> None:
+    """Refuse ``spark.speculation``: a speculative copy of a slow fetch task (and polite
+    tasks are slow by design) would ask the same hosts for the same pages at the same time."""
+    if setting.strip().lower() == "true":
+        raise ConfError("spark.speculation is on: a speculative copy of a fetch task would fetch "
+                        "its hosts a second time, at once (one task owns each host: docs/cluster.md); "
+                        "turn it off for crawlkit's jobs")
+
+
+def _check_visible(spark: SparkSession, parts_uri: str, written: list[str]) -> None:
+    """Refuse to publish a fetch whose tasks wrote files the driver cannot see: executors and
+    driver then do not share ``parts_uri`` (each executor's own disk), and publishing would
+    apply a segment without its pages."""
+    unseen = sorted(set(written) - _part_names(spark, parts_uri))
+    if unseen:
+        from crawlkit.resume import SegmentStateError
+        raise SegmentStateError(
+            f"the fetch tasks wrote {len(unseen)} result files that the driver does not find under "
+            f"{parts_uri} (e.g. {unseen[0]}): the executors and the driver do not share that "
+            "filesystem; give crawl.dir as a URI all of them open (hdfs://, s3://: docs/cluster.md)")
 
 
 def _parts(spark: SparkSession, parts_uri: str) -> DataFrame | None:
@@ -292,7 +363,7 @@ def _publish(spark: SparkSession, parts_uri: str, crawl_dir: str, segment: str, 
     """Make a parts folder the segment part ``table`` (content or parse): rename it into
     place, marked complete (``_SUCCESS``, what :func:`storage.segment_part_exists` checks),
     where that is cheap; else copy it with Spark and drop the parts."""
-    part_uri = storage.absolute(storage.segment_path(crawl_dir, segment, table))
+    part_uri = storage.absolute(spark, storage.segment_path(crawl_dir, segment, table))
     if not renames_cheaply(parts_uri):
         parts = spark.read.schema(schemas.struct(table)).parquet(parts_uri)
         storage.write_segment_part(parts, crawl_dir, segment, table, table)
@@ -346,14 +417,15 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     from crawlkit.resume import SegmentStateError, is_abandoned
 
     crawl_dir = conf["crawl.dir"]
+    check_no_speculation(spark.sparkContext.getConf().get("spark.speculation", "false"))
     if is_abandoned(spark, crawl_dir, segment):
         raise SegmentStateError(f"segment {segment} was abandoned (its URLs were released to "
                                 "later segments): it is not fetched again")
     if not storage.segment_part_exists(spark, crawl_dir, segment, "fetchlist"):
         raise SegmentStateError(f"segment {segment} has no fetch list under "
                                 f"{storage.segment_path(crawl_dir, segment, 'fetchlist')}")
-    parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
-    parse_parts_uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARSE_PARTS))
+    parts_uri = spill_uri(spark, crawl_dir, segment, PARTS)
+    parse_parts_uri = spill_uri(spark, crawl_dir, segment, PARSE_PARTS)
     resumed = _parts(spark, parts_uri) is not None
     if not resumed and (earlier := _finished_earlier(spark, crawl_dir, segment)) is not None:
         return earlier
@@ -361,6 +433,7 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     # a resumed fetch assembles content/ from two runs' parts: its pages are parsed by the stage
     parse_now = conf["fetcher.parse"] and not resumed
     now_counters = fetch_remaining(spark, fetchlist, conf, now, parts_uri, parse_parts_uri if parse_now else None)
+    _check_visible(spark, parts_uri, now_counters["files"])
     counters = {"segment": segment, "fetched_now": requested(now_counters), "resumed": resumed,
                 "parsed": None}
     if not resumed and _one_run_each(names := _part_names(spark, parts_uri)):

@@ -33,7 +33,7 @@ def test_spill_files_of_tasks_that_ran_once_skip_the_search_for_repeated_urls(sp
         [dict(url=u, host=f"bad host{i}.test", score=1.0, status="unfetched", depth=0, etag=None,
               last_modified=None, signature=None, retries=0, segment="s1") for i, u in enumerate(urls)],
         schemas.struct("fetchlist"))
-    parts_uri = storage.absolute(str(tmp_path / "content_parts"))
+    parts_uri = storage.absolute(spark, str(tmp_path / "content_parts"))
     conf = make_conf(fetcher__respect_robots=False, fetcher__server_delay=0.0, generate__partitions=2)
     assert fetch_remaining(spark, fetchlist, conf, T0, parts_uri)["rows"] == 3
     assert spilled_once(spark, parts_uri)

@@ -149,8 +149,8 @@ def test_a_resumed_fetch_assembles_content_and_the_parse_stage_parses_it(spark, 
     conf = _conf(replay, crawl_dir)
     # a killed run saved the results of the first half (content and parse parts)
     half = spark.createDataFrame([fetch_row(u, segment=SEGMENT) for u in URLS[:10]], schemas.struct("fetchlist"))
-    parts = storage.absolute(storage.segment_path(crawl_dir, SEGMENT, PARTS))
-    parse_parts = storage.absolute(storage.segment_path(crawl_dir, SEGMENT, PARSE_PARTS))
+    parts = storage.absolute(spark, storage.segment_path(crawl_dir, SEGMENT, PARTS))
+    parse_parts = storage.absolute(spark, storage.segment_path(crawl_dir, SEGMENT, PARSE_PARTS))
     assert fetch_remaining(spark, half, conf, NOW, parts, parse_parts)["rows"] == 10
     counters = run_fetch(spark, conf, NOW, SEGMENT)
     assert counters["resumed"] and counters["fetched_now"] == len(URLS) - 10
@@ -165,7 +165,7 @@ def test_a_fetch_killed_inside_a_merge_keeps_each_url_once(spark, replay, tmp_pa
     crawl_dir = _crawl_dir(spark, tmp_path, "killed-merge")
     conf = _conf(replay, crawl_dir)
     half = spark.createDataFrame([fetch_row(u, segment=SEGMENT) for u in URLS[:10]], schemas.struct("fetchlist"))
-    parts = storage.absolute(storage.segment_path(crawl_dir, SEGMENT, PARTS))
+    parts = storage.absolute(spark, storage.segment_path(crawl_dir, SEGMENT, PARTS))
     assert fetch_remaining(spark, half, _conf(replay, crawl_dir, fetcher__merge_spills=False), NOW, parts)["rows"] == 10
     # the run was killed after each task wrote its merged file (the next spill number of its
     # run) and before it deleted its spills: every saved URL is there twice under one run
@@ -216,3 +216,24 @@ def test_fetched_now_counts_only_the_urls_requested(spark, replay, tmp_path):
     counters = run_fetch(spark, _conf(replay, crawl_dir), NOW, SEGMENT)
     assert counters["by_status"].get("robots_denied") == len(denied), counters
     assert (counters["pages"], counters["fetched_now"]) == (len(PAGES) + len(denied), len(PAGES))
+
+
+def test_a_task_run_again_fetches_only_what_its_earlier_attempt_did_not_save(replay, tmp_path):
+    """Spark runs a task again when its executor is lost: the new attempt reads the spill
+    files of its partition and asks the servers only for the rest."""
+    from crawlkit.stages.fetch import _fetch_and_spill
+
+    conf = _conf(replay, str(tmp_path / "retried")).to_dict()
+    schema = to_arrow_schema(schemas.struct("fetchlist"))
+    batch = lambda urls: pa.RecordBatch.from_pylist([fetch_row(u, segment=SEGMENT) for u in urls],  # noqa: E731
+                                                    schema=schema)
+    parts = tmp_path / "content_parts"
+    before = _page_requests(replay, URLS[:10]), _page_requests(replay, URLS[10:])   # (the module's web)
+    for _ in _fetch_and_spill(conf, NOW, str(parts), None)(iter([batch(URLS[:10])])):   # the lost attempt
+        pass
+    for _ in _fetch_and_spill(conf, NOW, str(parts), None)(iter([batch(URLS)])):        # the retry
+        pass
+    assert _page_requests(replay, URLS[:10]) - before[0] == 10           # not asked again
+    assert _page_requests(replay, URLS[10:]) - before[1] == len(URLS) - 10
+    saved = pq.read_table(parts, columns=["url"]).column("url").to_pylist()
+    assert sorted(saved) == sorted(URLS)

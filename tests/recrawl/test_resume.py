@@ -75,7 +75,7 @@ def spilled_files(crawl_dir, segment):
 
 def spilled_urls(spark, crawl_dir, segment):
     """URLs with a saved result in content_parts/ (Spark skips the _tmp- files of unfinished spills)."""
-    uri = storage.absolute(storage.segment_path(crawl_dir, segment, PARTS))
+    uri = storage.absolute(spark, storage.segment_path(crawl_dir, segment, PARTS))
     return {r.url for r in spark.read.schema(schemas.struct("content")).parquet(uri).select("url").collect()}
 
 
