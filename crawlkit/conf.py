@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from crawlkit.paths import conf_dir, read_shipped
+from crawlkit.paths import conf_dir, is_shipped, read_shipped
 
 DEFAULTS_FILE = "crawlkit-default.toml"
 SITE_FILE = "crawlkit-site.toml"
@@ -228,13 +228,17 @@ def _flatten_site(raw: Mapping[str, Any], path: Path) -> dict[str, Any]:
 
 
 def site_file(explicit: str | os.PathLike | None = None) -> Path | None:
-    """The site file in effect: explicit, then $CRAWLKIT_SITE, then conf/crawlkit-site.toml."""
-    if explicit:
-        return Path(explicit)
-    if os.environ.get("CRAWLKIT_SITE"):
-        return Path(os.environ["CRAWLKIT_SITE"])
+    """The site file in effect: explicit, then $CRAWLKIT_SITE, then conf/crawlkit-site.toml
+    (on the disk, or in the zip spark-submit ships: scripts/cluster/package.sh puts conf/ in)."""
+    given = explicit or os.environ.get("CRAWLKIT_SITE")
+    if given:
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]+:/", str(given)) and not str(given).startswith("file:"):
+            raise ConfError(f"site configuration file {given}: crawlkit reads it before Spark starts, "
+                            "so not from a URI; ship it with spark-submit --files and give its name, "
+                            f"or put it in the zip as conf/{SITE_FILE} (docs/cluster.md)")
+        return Path(str(given).removeprefix("file://"))
     default = conf_dir() / SITE_FILE
-    return default if default.exists() else None
+    return default if is_shipped(default) else None
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:
@@ -256,13 +260,13 @@ def load_conf(site: str | os.PathLike | None = None,
     path = site_file(site)
     if path is not None:
         try:
-            with open(path, "rb") as fh:
-                raw = tomllib.load(fh)
+            data = path.read_bytes() if path.exists() else read_shipped(path)   # (the zip's)
+            raw = tomllib.loads(data.decode("utf-8"))
         except FileNotFoundError:
             raise ConfError(f"site configuration file not found: {path}") from None
         except OSError as exc:     # a directory, no permission, ...
             raise ConfError(f"site configuration file {path}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfError(f"{path}: not valid TOML: {exc}") from None
         conf = conf.with_overrides(_flatten_site(raw, path), origin=str(path))
     return _check_order(conf.with_overrides(overrides, origin="--conf"), "configuration")

@@ -29,3 +29,12 @@ def read_shipped(path: Path) -> bytes:
     if isinstance(loader, zipimport.zipimporter) and not os.environ.get("CRAWLKIT_HOME"):
         return loader.get_data(str(path))
     return path.read_bytes()
+
+
+def is_shipped(path: Path) -> bool:
+    """Whether a file under project_home() exists, on the disk or in the shipped zip."""
+    try:
+        read_shipped(path)
+    except OSError:      # FileNotFoundError on disk; zipimporter's "can't find" is an OSError
+        return False
+    return True

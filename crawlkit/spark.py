@@ -80,6 +80,29 @@ def session_settings(conf: Conf) -> dict[str, str]:
     return settings
 
 
+def under_submit(ours: dict[str, str], submitted: dict[str, str]) -> dict[str, str]:
+    """crawlkit's session settings under spark-submit: what the operator (or the cluster's
+    spark-defaults.conf) gave spark-submit wins (``--conf spark.ui.enabled=true``,
+    ``spark.sql.shuffle.partitions``, ...); the jars and the SQL extensions are merged, theirs
+    first (``--jars hadoop-aws.jar`` next to crawlkit's Delta jars; a cluster's Iceberg
+    extension next to Delta's, which crawlkit needs), a jar of the same file name once."""
+    settings = {k: v for k, v in ours.items() if k not in submitted}
+    for key, same in (("spark.jars", os.path.basename), ("spark.sql.extensions", str.strip)):
+        if key in ours and submitted.get(key):    # lists: a cluster's extensions keep Delta's
+            theirs = [item for item in submitted[key].split(",") if item]
+            known = {same(item) for item in theirs}
+            settings[key] = ",".join(theirs + [i for i in ours[key].split(",") if same(i) not in known])
+    return settings
+
+
+def _submitted_settings() -> dict[str, str]:
+    """The settings spark-submit passed to this driver (its system properties)."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
+
+
 def utc_process() -> None:
     """Run this process (and the Python workers it starts) on UTC.
 
@@ -106,7 +129,10 @@ def get_spark(conf: Conf, master: str | None = None, *, checkpoints: bool = True
     # master; only an explicit argument overrides it there.
     if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
         builder = builder.master(master or conf["spark.master"])
-    for key, value in session_settings(conf).items():
+    settings = session_settings(conf)
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        settings = under_submit(settings, _submitted_settings())
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(conf["spark.log_level"])

@@ -141,6 +141,24 @@ def test_spark_settings_follow_the_spark_keys_and_extra_wins():
     assert session_settings(override)["spark.databricks.delta.snapshotPartitions"] == "9"
 
 
+def test_under_spark_submit_its_settings_win_and_the_jars_are_merged():
+    from crawlkit.spark import under_submit
+    ours = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8",
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.jars": "/opt/ck/.jars/delta-spark.jar,/opt/ck/.jars/delta-storage.jar"}
+    submitted = {"spark.ui.enabled": "true", "spark.master": "yarn",
+                 "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+                 "spark.jars": "file:/home/op/hadoop-aws.jar,file:/home/op/delta-storage.jar"}
+    settings = under_submit(ours, submitted)
+    assert "spark.ui.enabled" not in settings                   # the operator's true stands
+    assert settings["spark.sql.shuffle.partitions"] == "8"      # not given to spark-submit
+    assert settings["spark.jars"].split(",") == [
+        "file:/home/op/hadoop-aws.jar", "file:/home/op/delta-storage.jar", "/opt/ck/.jars/delta-spark.jar"]
+    assert settings["spark.sql.extensions"] == ("org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
+                                                "io.delta.sql.DeltaSparkSessionExtension")
+    assert under_submit(ours, {}) == ours
+
+
 def test_score_list_needs_no_crawl_no_spark_and_no_lock(tmp_path, capsys, monkeypatch):
     import json
 
@@ -150,3 +168,29 @@ def test_score_list_needs_no_crawl_no_spark_and_no_lock(tmp_path, capsys, monkey
     assert cli.main(["score", "--list", "--crawl-dir", str(tmp_path / "busy")]) == 0
     assert "pagerank" in json.loads(capsys.readouterr().out)["scorers"]
     assert list(tmp_path.iterdir()) == []    # no crawl directory, no checkpoints made
+
+
+def test_a_site_file_shipped_in_the_zip_is_read_and_a_uri_refused(tmp_path):
+    """spark-submit --py-files crawlkit.zip (scripts/cluster/package.sh puts conf/ in it):
+    conf/crawlkit-site.toml inside the zip is the site file, as in a checkout."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    shipped = tmp_path / "crawlkit.zip"
+    with zipfile.ZipFile(shipped, "w") as zf:
+        for folder, pattern in (("crawlkit", "*.py"), ("conf", "crawlkit-default.toml"), ("schemas", "*.json")):
+            for path in sorted((root / folder).rglob(pattern)):
+                zf.write(path, path.relative_to(root))
+        zf.writestr("conf/crawlkit-site.toml", "[fetcher]\nthreads = 5\n")
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import crawlkit.conf as c; "
+             "print(c.__file__); print(c.load_conf()['fetcher.threads'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("CRAWLKIT_HOME", "CRAWLKIT_SITE")}
+    out = subprocess.run([sys.executable, "-c", probe, str(shipped)], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, check=True).stdout.split()
+    assert out == [str(shipped / "crawlkit" / "conf.py"), "5"]
+    with pytest.raises(ConfError, match="ship it with spark-submit --files"):
+        load_conf(site="hdfs://nn:8020/crawl/site.toml")
