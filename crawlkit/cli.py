@@ -224,7 +224,8 @@ def run(args) -> dict:
     with job_group(spark, cmd, getattr(args, "segment", None)):
         if cmd in WRITERS:
             from crawlkit.lock import round_lock
-            with round_lock(spark, conf["crawl.dir"], cmd, break_lock=args.break_lock):
+            with round_lock(spark, conf["crawl.dir"], cmd, break_lock=args.break_lock,
+                            heartbeat=conf["crawl.lock_heartbeat"], expiry=conf["crawl.lock_expiry"]):
                 return _dispatch(cmd, args, spark, conf, now, say)
         return _dispatch(cmd, args, spark, conf, now, say)
 

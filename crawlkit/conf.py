@@ -50,7 +50,8 @@ class KeySpec:
 # Pairs of keys whose values must be ordered: low <= high.
 ORDERED = (("schedule.min_interval", "schedule.default_interval"),
            ("schedule.default_interval", "schedule.max_interval"),
-           ("export.range_min", "export.range_max"))
+           ("export.range_min", "export.range_max"),
+           ("crawl.lock_heartbeat", "crawl.lock_expiry"))
 
 
 def _type_name(value: Any) -> str:

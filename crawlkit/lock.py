@@ -12,8 +12,13 @@ ran on this machine (same host, boot and pid namespace) and its pid is no longer
 (a round killed by SIGKILL, or under ``spark-submit`` by a SIGTERM that took the JVM first,
 leaves its lock; cron's next round takes it over instead of failing until someone
 intervenes). On a cluster we cannot see other machines' pids: such a lock is broken only when
-asked (``--break-lock``), which refuses a holder seen alive here. A process releases the lock
-only while it holds its own token, so one whose lock was broken cannot remove its successor's.
+asked (``--break-lock``), which refuses a holder seen alive here, or when its lease ran out:
+the holder renews the lock's modification time every ``crawl.lock_heartbeat`` seconds, and a
+lock from another machine not renewed for ``crawl.lock_expiry`` is taken over with a warning
+(a driver lost with its node, a YARN attempt or a Kubernetes driver pod started elsewhere).
+The lease compares the filesystem's modification time with this machine's clock: keep the
+expiry well above the clocks' skew. A process releases the lock only while it holds its own
+token, so one whose lock was broken cannot remove its successor's.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import json
 import logging
 import os
 import socket
+import threading
+import time
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -52,17 +59,23 @@ def holder(spark: SparkSession, crawl_dir: str) -> dict | None:
         return {"raw": text}
 
 
-def acquire(spark: SparkSession, crawl_dir: str, command: str) -> str:
-    """Take the lock (breaking it if its holder is known to be gone); returns our token."""
+def acquire(spark: SparkSession, crawl_dir: str, command: str, *, lease: float | None = None,
+            expiry: float | None = None) -> str:
+    """Take the lock (breaking it if its holder is known to be gone, or, given ``expiry``,
+    its lease ran out); returns our token. ``lease``: how often we will renew it (seconds)."""
     token = uuid.uuid4().hex
-    owner = json.dumps({**_identity(), "command": command, "token": token,
+    owner = json.dumps({**_identity(), "command": command, "token": token, "lease": lease,
                         "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     if _create_new(spark, lock_path(crawl_dir), owner):
         return token
     held = holder(spark, crawl_dir) or {}
-    if _running(held) is False:
-        log.warning("breaking the lock of %s (pid %s on this machine, since %s): that process is gone",
-                    held.get("command"), held.get("pid"), held.get("since"))
+    running, unrenewed = _running(held), _unrenewed_for(spark, crawl_dir, held)
+    gone = running is False or (running is None and expiry is not None and unrenewed > expiry)
+    if gone:
+        log.warning("breaking the lock of %s (host %s, pid %s, since %s): %s",
+                    held.get("command"), held.get("host"), held.get("pid"), held.get("since"),
+                    "that process is gone" if running is False
+                    else f"not renewed for {unrenewed:.0f} s (crawl.lock_expiry {expiry:g} s)")
         _remove(spark, crawl_dir, held)
         if _create_new(spark, lock_path(crawl_dir), owner):
             return token
@@ -70,7 +83,8 @@ def acquire(spark: SparkSession, crawl_dir: str, command: str) -> str:
     raise LockedError(
         f"crawl directory {crawl_dir} is locked by {held.get('command', '?')} "
         f"(host {held.get('host', '?')}, pid {held.get('pid', '?')}, since {held.get('since', '?')}). "
-        "Wait for it to finish; if that process is gone, rerun with --break-lock.")
+        "Wait for it to finish; if that process is gone, rerun with --break-lock "
+        "(a lock from another machine is also taken over once not renewed for crawl.lock_expiry).")
 
 
 def break_held_lock(spark: SparkSession, crawl_dir: str) -> None:
@@ -127,6 +141,50 @@ def _running(held: dict) -> bool | None:
     return started == held["started"]
 
 
+def _unrenewed_for(spark: SparkSession, crawl_dir: str, held: dict) -> float:
+    """Seconds since a leased lock was last renewed (0 for a lock without a lease: one
+    written by an older crawlkit, or a holder that does not renew, never runs out)."""
+    if not held.get("lease"):
+        return 0.0
+    fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
+    try:
+        renewed = fs.getFileStatus(path).getModificationTime() / 1000
+    except Exception:  # noqa: BLE001 - released meanwhile (FileNotFoundException through Py4J)
+        return 0.0
+    return max(0.0, time.time() - renewed)
+
+
+class _Heartbeat:
+    """Renews a held lock's lease (its modification time) every ``interval`` seconds, from a
+    daemon thread, while the lock is still ours."""
+
+    def __init__(self, spark: SparkSession, crawl_dir: str, token: str, interval: float):
+        self.spark, self.crawl_dir, self.token, self.interval = spark, crawl_dir, token, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="crawlkit-lock-heartbeat", daemon=True)
+
+    def beat(self) -> None:
+        held = holder(self.spark, self.crawl_dir)
+        if held is not None and held.get("token") == self.token:
+            fs, path = storage.hadoop_fs(self.spark, lock_path(self.crawl_dir))
+            fs.setTimes(path, int(time.time() * 1000), -1)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.beat()
+            except Exception:  # noqa: BLE001 - a missed beat is not the round's failure
+                log.warning("could not renew the lock of %s", self.crawl_dir, exc_info=True)
+
+    def __enter__(self) -> "_Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _remove(spark: SparkSession, crawl_dir: str, held: dict) -> None:
     """Delete the lock if it is still the one ``held`` describes (not a successor's)."""
     if holder(spark, crawl_dir) == held:
@@ -168,12 +226,19 @@ def release(spark: SparkSession, crawl_dir: str, token: str) -> None:
 
 
 @contextmanager
-def round_lock(spark: SparkSession, crawl_dir: str, command: str, break_lock: bool = False) -> Iterator[None]:
-    """Hold the crawl directory's lock for the block (breaking a stale one if asked)."""
+def round_lock(spark: SparkSession, crawl_dir: str, command: str, break_lock: bool = False, *,
+               heartbeat: float | None = None, expiry: float | None = None) -> Iterator[None]:
+    """Hold the crawl directory's lock for the block (breaking a stale one if asked), renewing
+    its lease every ``heartbeat`` seconds when given (``crawl.lock_heartbeat``), and taking
+    over another machine's lock not renewed for ``expiry`` (``crawl.lock_expiry``)."""
     if break_lock:
         break_held_lock(spark, crawl_dir)
-    token = acquire(spark, crawl_dir, command)
+    token = acquire(spark, crawl_dir, command, lease=heartbeat, expiry=expiry)
     try:
-        yield
+        if heartbeat:
+            with _Heartbeat(spark, crawl_dir, token, heartbeat):
+                yield
+        else:
+            yield
     finally:
         release(spark, crawl_dir, token)

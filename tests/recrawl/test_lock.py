@@ -134,3 +134,45 @@ def test_break_lock_refuses_a_holder_running_here_and_release_spares_a_successor
     assert lock.holder(spark, crawl_dir)["command"] == "successor"
     with pytest.raises(lock.LockedError, match="locked by successor"):
         lock.acquire(spark, crawl_dir, "round")                # elsewhere: not broken unasked
+
+
+def test_a_lock_from_another_machine_is_taken_over_once_its_lease_runs_out(spark, tmp_path):
+    """A driver lost with its node (or a YARN attempt, a driver pod started elsewhere) leaves
+    a lock no pid check can clear: it lapses when its holder stops renewing it."""
+    import time
+
+    crawl_dir = str(tmp_path / "crawl")
+    held_elsewhere(spark, crawl_dir, lease=60.0)
+    fs, path = storage.hadoop_fs(spark, lock.lock_path(crawl_dir))
+    renewed = lambda seconds_ago: fs.setTimes(path, int((time.time() - seconds_ago) * 1000), -1)  # noqa: E731
+    renewed(100)                                    # renewed 100 s ago: the holder may be running
+    with pytest.raises(lock.LockedError, match="not renewed for crawl.lock_expiry"):
+        lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+    renewed(1000)                                   # beyond the expiry: the holder is gone
+    with pytest.raises(lock.LockedError):
+        lock.acquire(spark, crawl_dir, "round", lease=60.0)      # (no expiry given: never)
+    token = lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+    assert lock.holder(spark, crawl_dir)["token"] == token
+
+    # a lock written without a lease (an older crawlkit) never lapses
+    lock.release(spark, crawl_dir, token)
+    held_elsewhere(spark, crawl_dir)
+    renewed(10_000)
+    with pytest.raises(lock.LockedError):
+        lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+
+
+def test_the_holder_renews_its_lease_and_only_while_the_lock_is_its_own(spark, tmp_path):
+    import time
+
+    crawl_dir = str(tmp_path / "crawl")
+    token = lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+    fs, path = storage.hadoop_fs(spark, lock.lock_path(crawl_dir))
+    fs.setTimes(path, int((time.time() - 500) * 1000), -1)
+    beat = lock._Heartbeat(spark, crawl_dir, token, 60.0)
+    beat.beat()
+    assert time.time() - fs.getFileStatus(path).getModificationTime() / 1000 < 60
+    fs.setTimes(path, int((time.time() - 500) * 1000), -1)
+    lock._Heartbeat(spark, crawl_dir, "another-token", 60.0).beat()   # a broken holder's thread
+    assert time.time() - fs.getFileStatus(path).getModificationTime() / 1000 > 400
+    lock.release(spark, crawl_dir, token)
