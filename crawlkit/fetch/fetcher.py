@@ -36,21 +36,25 @@ REDIRECTS = (FetchStatus.REDIRECT_PERM, FetchStatus.REDIRECT_TEMP)
 
 
 def fetch_partition(rows: Iterable[dict], conf: Mapping[str, Any], now: datetime,
-                    stats: FetchStats | None = None) -> Iterator[dict]:
+                    stats: FetchStats | None = None, ends_at: float | None = None) -> Iterator[dict]:
     """Fetch one partition of a fetch list; yields one content row per input row.
 
     ``conf`` is a :class:`crawlkit.conf.Conf` or a plain dict of dotted keys; ``now`` is the
     round's logical time (used for Retry-After dates); ``stats``, when given, is filled as
-    rows are yielded. Nothing starts until the first ``next()``; closing the generator early
-    stops the threads after their current request.
+    rows are yielded. ``ends_at`` (epoch seconds): when the whole fetch stage ends
+    (``fetcher.time_limit`` from the stage's start on the driver), so a task that starts late,
+    in a later wave of tasks, gets what is left of it. Nothing starts until the first
+    ``next()``; closing the generator early stops the threads after their current request.
     """
     settings = FetchSettings.from_conf(conf)
-    return _PartitionFetch(settings, now, stats if stats is not None else FetchStats()).run(rows)
+    return _PartitionFetch(settings, now, stats if stats is not None else FetchStats(), ends_at).run(rows)
 
 
 class _PartitionFetch:
-    def __init__(self, settings: FetchSettings, now: datetime, stats: FetchStats):
+    def __init__(self, settings: FetchSettings, now: datetime, stats: FetchStats,
+                 ends_at: float | None = None):
         self.settings = settings
+        self.ends_at = ends_at
         self.now = now
         self.stats = stats
         self.results: queue.SimpleQueue[dict] = queue.SimpleQueue()
@@ -67,8 +71,11 @@ class _PartitionFetch:
     def run(self, rows: Iterable[dict]) -> Iterator[dict]:
         settings = self.settings
         self.stats.begin()
-        if settings.time_limit > 0:
-            self.deadline = time.monotonic() + settings.time_limit
+        budgets = [settings.time_limit] if settings.time_limit > 0 else []
+        if self.ends_at is not None:
+            budgets.append(self.ends_at - time.time())    # the stage's, begun on the driver
+        if budgets:
+            self.deadline = time.monotonic() + max(0.0, min(budgets))
         self.client = HttpClient(settings, self.guard)
         self.queues = HostQueues(
             threads_per_host=settings.threads_per_host, delay=settings.server_delay,

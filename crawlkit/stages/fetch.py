@@ -79,7 +79,7 @@ def _written_as(fs, directory: str, name: str) -> Iterator[str]:
 
 
 def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: ProgressSink | None,
-                     parse_parts_uri: str | None = None):
+                     parse_parts_uri: str | None = None, ends_at: float | None = None):
     """The per-partition task: fetch, spill results to parts_uri (and, given
     ``parse_parts_uri``, parse each page and spill its parse row there under the same name),
     yield the task's counters as one JSON row (:func:`_task_counters`); report progress to
@@ -162,7 +162,7 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         saved = _saved_urls(filesystem, folder, context.partitionId() if context else 0)
         rows = (row for batch in batches for row in batch.to_pylist() if row["url"] not in saved)
         stats = FetchStats()
-        results = fetch_partition(rows, conf, now, stats)
+        results = fetch_partition(rows, conf, now, stats, ends_at)
         for result in (results if progress is None else progress.follow(results, stats)):
             buffer.append(result)
             if parse_folder is not None and is_parsed(result):
@@ -278,9 +278,11 @@ def fetch_remaining(spark: SparkSession, fetchlist: DataFrame, conf: Conf, now: 
     done = _parts(spark, parts_uri)
     todo = fetchlist if done is None else fetchlist.join(done.select("url"), on="url", how="left_anti")
     partitions = conf["generate.partitions"] or spark.sparkContext.defaultParallelism
+    limit = conf["fetcher.time_limit"]
+    ends_at = time.time() + limit if limit > 0 else None   # the stage's, not each task's
     with fetch_progress(spark, "fetch", todo) as sink:
         tasks = partition_by_host(todo, partitions).mapInArrow(
-            _fetch_and_spill(conf.to_dict(), now, parts_uri, sink, parse_parts_uri), "counters string")
+            _fetch_and_spill(conf.to_dict(), now, parts_uri, sink, parse_parts_uri, ends_at), "counters string")
         return _task_counters(tasks.collect())
 
 

@@ -306,3 +306,16 @@ def test_silent_server_is_cut_at_the_page_deadline(fetch):
     url = trap("silent.test", "delay/5")
     results, _ = fetch([url], fetcher__page_deadline=0.8, fetcher__read_timeout=3.0)
     assert (results[url]["fetch_status"], results[url]["error"]) == ("retry", "deadline")
+
+
+def test_the_time_limit_is_the_stage_s_so_a_late_task_gets_what_is_left(replay):
+    """fetcher.time_limit counts from the fetch stage's start on the driver (``ends_at``): a
+    task that starts when the stage's time is spent (a later wave of tasks) fetches nothing."""
+    conf = make_conf(fetcher__proxy=replay.proxy_url, fetcher__server_delay=0.0,
+                     fetcher__proxy_resolve_targets=False, fetcher__time_limit=600.0)
+    urls = [f"http://late.test/__trap/page/{i}" for i in range(5)]
+    results = list(fetch_partition([fetch_row(u) for u in urls], conf, NOW, ends_at=time.time() - 1))
+    assert {r["fetch_status"] for r in results} == {"skipped"}
+    assert not requests_to(replay, "late.test")
+    on_time = list(fetch_partition([fetch_row(u) for u in urls], conf, NOW, ends_at=time.time() + 600))
+    assert {r["fetch_status"] for r in on_time} == {"success"}
