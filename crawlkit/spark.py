@@ -103,6 +103,16 @@ def _submitted_settings() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
+def python_for_workers(environ) -> None:
+    """When crawlkit starts the JVM (local mode, or a cluster whose workers share this venv),
+    its Python workers run this interpreter. Under spark-submit (``PYSPARK_GATEWAY_PORT``)
+    the executors' Python is the operator's (``spark.pyspark.python``, ``PYSPARK_PYTHON``):
+    this driver's path, a venv on the submitting machine, need not exist on the nodes."""
+    if not environ.get("PYSPARK_GATEWAY_PORT"):
+        environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
 def utc_process() -> None:
     """Run this process (and the Python workers it starts) on UTC.
 
@@ -121,8 +131,7 @@ def get_spark(conf: Conf, master: str | None = None, *, checkpoints: bool = True
     ``checkpoints``: set the checkpoint directory (``spark.checkpoint_dir``, default
     ``<crawl>/_checkpoints``), which Spark creates at once; a read-only command passes False
     so that looking at a crawl (or at a mistyped path) leaves nothing behind."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    python_for_workers(os.environ)
     utc_process()
     builder = SparkSession.builder.appName(conf["spark.app_name"])
     # Under spark-submit the JVM already exists (PYSPARK_GATEWAY_PORT) with the submitted

@@ -170,6 +170,18 @@ def test_score_list_needs_no_crawl_no_spark_and_no_lock(tmp_path, capsys, monkey
     assert list(tmp_path.iterdir()) == []    # no crawl directory, no checkpoints made
 
 
+def test_the_workers_python_is_this_one_only_when_crawlkit_starts_the_jvm():
+    import sys
+
+    from crawlkit.spark import python_for_workers
+    own: dict[str, str] = {}
+    python_for_workers(own)
+    assert own["PYSPARK_PYTHON"] == sys.executable
+    submitted = {"PYSPARK_GATEWAY_PORT": "41234"}
+    python_for_workers(submitted)
+    assert "PYSPARK_PYTHON" not in submitted           # the operator's, or Spark's python3
+
+
 def test_a_site_file_shipped_in_the_zip_is_read_and_a_uri_refused(tmp_path):
     """spark-submit --py-files crawlkit.zip (scripts/cluster/package.sh puts conf/ in it):
     conf/crawlkit-site.toml inside the zip is the site file, as in a checkout."""
