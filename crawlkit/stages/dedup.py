@@ -40,15 +40,21 @@ DUPLICATE_OF = "duplicate_of"
 
 def duplicate_changes(crawldb: DataFrame) -> DataFrame:
     """(url, status, metadata) of the rows whose duplicate state changes."""
-    pages = real_pages(crawldb).filter(F.col("status").isin(*WITH_CONTENT))
     duplicate = F.col("status") == Status.DUPLICATE.value
     # a page without a digest (no text, or fetched before digests were kept) is a group of
     # its own: kept, so a duplicate whose text is gone comes back
-    group = F.coalesce(F.col("digest"), F.concat(F.lit("url:"), F.col("url")))
+    pages = (real_pages(crawldb).filter(F.col("status").isin(*WITH_CONTENT))
+             .withColumn("_group", F.coalesce(F.col("digest"), F.concat(F.lit("url:"), F.col("url")))))
+    # A group of one page that is not a duplicate is already as it should be: most pages.
+    # Only the others are ranked, so the sort below is bounded by the copies, not the crawl.
+    open_groups = (pages.groupBy("_group")
+                   .agg(((F.count(F.lit(1)) > 1) | F.max(duplicate)).alias("_open"))
+                   .filter("_open").select("_group"))   # (a narrow shuffle: the group key alone)
+    pages = pages.join(open_groups, "_group", "left_semi")
     copy_of = F.col("metadata").getItem(DUPLICATE_OF)
     # the page the group's duplicates point to: the one the crawl keeps for this text
-    pointed = F.array_contains(F.collect_set(copy_of).over(Window.partitionBy(group)), F.col("url"))
-    best_first = Window.partitionBy(group).orderBy(
+    pointed = F.array_contains(F.collect_set(copy_of).over(Window.partitionBy("_group")), F.col("url"))
+    best_first = Window.partitionBy("_group").orderBy(
         duplicate.asc(), pointed.desc(), F.col("score").desc_nulls_last(), F.length("url"), F.col("url"))
     ranked = pages.select("url", "status", "metadata",
                           F.first("url").over(best_first).alias("_kept"))
