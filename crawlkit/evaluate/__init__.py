@@ -7,7 +7,7 @@ Names load on first use (PEP 562), so the CLI can build its parser from
 Example::
 
     from crawlkit.evaluate import evaluate_crawl, compare
-    results = [evaluate_crawl(f"crawls/{o}", "hollins/links.tsv.gz", o, buffer=500)
+    results = [evaluate_crawl(f"crawls/{o}", "hollins/links.tsv.gz", o)
                for o in ("bfs", "backlinks", "pagerank")]
     markdown, figure = compare(results)
 """
@@ -16,7 +16,7 @@ from importlib import import_module
 _HOMES = {
     "EvaluationResult": "evaluation", "evaluate_crawl": "evaluation", "evaluate_order": "evaluation",
     "compare": "report", "DEFAULT_FRACTIONS": "report",
-    "Web": "web", "load_web": "web", "read_evicted": "crawl",
+    "Web": "web", "load_web": "web", "read_buffer": "crawl", "read_round_estimates": "crawl",
 }
 __all__ = sorted(_HOMES)
 

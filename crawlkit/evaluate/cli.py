@@ -21,8 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       "pagerank:H or pagerank:P%% (top by PageRank); default "
                                       "indegree:3,indegree:10,indegree:100,pagerank:1%%")
     parser.add_argument("--buffer", type=buffer_arg,
-                        help="limited buffer: B pages replayed with the fetch-list scores, or "
-                             "'crawldb' for the crawler's own buffer (status evicted)")
+                        help="limited buffer: B pages replayed with the crawler's estimates as of "
+                             "each round (the crawldb's history), or 'crawldb' for the crawler's "
+                             "own buffer (crawl.buffer_pages)")
     parser.add_argument("--labels", help="labels.tsv (url, class, site) for harvest rate and recall")
     parser.add_argument("--topic", help="the on-topic class of --labels, e.g. course")
     parser.add_argument("--name", help="ordering name in the outputs (default: the crawl directory's name)")
@@ -31,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_evaluate(args, conf) -> dict:
     """Evaluate, write <name>.csv/.png/.md, show the markdown; returns the summary counters.
-    Spark starts only for ``--buffer crawldb`` (the crawldb is Delta)."""
-    from crawlkit.evaluate.crawl import read_evicted
+    Spark starts only for ``--buffer`` (it reads the crawldb, a Delta table)."""
+    from crawlkit.evaluate.crawl import read_buffer, read_round_estimates
     from crawlkit.evaluate.evaluation import evaluate_crawl
     from crawlkit.evaluate.hot import DEFAULT_HOT
 
@@ -43,18 +44,18 @@ def run_evaluate(args, conf) -> dict:
     crawl_dir = conf["crawl.dir"]
     if not args.out and "://" in crawl_dir:
         raise SystemExit("crawlkit evaluate: --out (a local directory) is needed for a crawl at a URI")
-    evicted = None
-    if args.buffer == "crawldb":
-        from crawlkit.spark import get_spark
-        evicted = read_evicted(get_spark(conf, checkpoints=False), crawl_dir)   # reads only
     try:
+        reads = {}
+        if args.buffer is not None:
+            from crawlkit.spark import get_spark
+            spark = get_spark(conf, checkpoints=False)   # reads only
+            reads = ({"buffer": args.buffer, "round_estimates": read_round_estimates(spark, crawl_dir)}
+                     if isinstance(args.buffer, int) else {"buffered": read_buffer(spark, crawl_dir)})
         result = evaluate_crawl(crawl_dir, args.web, args.name, hot=args.hot or DEFAULT_HOT,
-                                importance=conf["scoring.importance"],
-                                buffer=args.buffer if isinstance(args.buffer, int) else None,
-                                evicted=evicted, access_log=args.access_log, labels=args.labels,
-                                topic=args.topic)
-    except ValueError as exc:   # no crawled pages, a hot-set spec or topic that does not parse
-        raise SystemExit(f"crawlkit evaluate: {exc}") from None
+                                importance=conf["scoring.importance"], access_log=args.access_log,
+                                labels=args.labels, topic=args.topic, **reads)
+    except ValueError as exc:   # no crawled pages, a hot-set spec or topic that does not parse,
+        raise SystemExit(f"crawlkit evaluate: {exc}") from None   # a round's estimates lost
     paths = result.write(args.out or f"{crawl_dir.rstrip('/')}/evaluation")
     if not args.quiet:
         print(result.markdown(), file=sys.stderr)

@@ -7,12 +7,17 @@ order is by segment, then ``fetched_at`` (when the request was made), then URL.
 
 Segments are plain Parquet, so they are read with pyarrow on the driver, without Spark:
 local paths and the URIs pyarrow knows (``file://``, ``hdfs://``, ``s3://``). A segment part
-without its ``_SUCCESS`` marker (a fetch that did not finish) is skipped and reported.
+without its ``_SUCCESS`` marker (a fetch that did not finish) is skipped and reported. What
+the limited-buffer measure needs from the crawldb (a Delta table) is read through Spark: the
+crawler's estimates as of each round (:func:`read_round_estimates`, for a replayed buffer)
+and the pages its own buffer holds (:func:`read_buffer`).
 
 Example::
 
     content, fetchlists, incomplete = read_segments("crawl")
     order = crawl_order(content, fetchlists)       # url, segment, fetched_at, estimate
+    by_round = read_round_estimates(spark, "crawl")  # segment, url, estimate
+    held = read_buffer(spark, "crawl")               # URLs
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from crawlkit.segment_names import order_key
-from crawlkit.status import FetchStatus, Status
+from crawlkit.status import FetchStatus
 
 CRAWLED = (FetchStatus.SUCCESS.value, FetchStatus.NOT_MODIFIED.value)
 CONTENT_COLUMNS = ["url", "fetch_status", "fetched_at"]
@@ -77,13 +82,73 @@ def crawl_order(content: pd.DataFrame, fetchlists: pd.DataFrame) -> pd.DataFrame
                        ).reset_index(drop=True)
 
 
-def read_evicted(spark, crawl_dir: str) -> set[str]:
-    """URLs the crawler's own limited buffer evicted (crawldb status ``evicted``), read
-    through Spark because the crawldb is a Delta table."""
+def read_round_estimates(spark, crawl_dir: str) -> pd.DataFrame:
+    """The crawler's estimate of the crawled pages as of each round, for the limited-buffer
+    replay: (segment, url, estimate) for every segment with crawled pages and every page
+    crawled in it or before (the pages that can be in the buffer then).
+
+    The estimate is the crawldb ``score`` at the version of the segment's
+    ``generate:<segment>`` commit: the scores the crawler generated that round's fetch list
+    by, as the crawler's own buffer (crawlkit/stages/evict.py) ranks its pages by the
+    crawldb's current scores. Read through Spark (the crawldb is Delta), one version per
+    segment, joined with the crawled URLs and collected to the driver. Delta keeps old
+    versions for a while only (log retention, VACUUM): a segment whose version is gone is a
+    ValueError naming it, never an estimate from another round.
+    """
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
     from crawlkit import storage
 
+    pages = crawl_order(*read_segments(str(crawl_dir))[:2])
+    segments = list(dict.fromkeys(pages["segment"]))
+    db_path = storage.crawldb_path(crawl_dir)
+    versions = {tag: commit["version"] for commit in storage.history(spark, db_path)
+                for tag in storage.tags_of(commit["userMetadata"])}    # oldest first: the newest wins
+    rounds = pages["segment"].map({segment: number for number, segment in enumerate(segments)})
+    crawled = F.broadcast(spark.createDataFrame(pd.DataFrame({"url": pages["url"], "round": rounds}),
+                                                "url string, round int"))
+    instead = "use --buffer crawldb (the crawler's own buffer) or evaluate_crawl(..., estimates={url: score})"
+    frames = []
+    for number, segment in enumerate(segments):
+        version = versions.get(storage.generated_tag(segment))
+        if version is None:
+            raise ValueError(f"segment {segment}: its generate commit is no longer in the crawldb's "
+                             f"history (Delta log retention), so the crawler's estimates of that round "
+                             f"are lost; {instead}")
+        try:
+            rows = (storage.read_table(spark, db_path, "crawldb", version=version)
+                    .join(crawled.filter(F.col("round") <= number), "url")
+                    .select(F.lit(segment).alias("segment"), "url", F.col("score").alias("estimate"))
+                    .collect())
+            frames.append(pd.DataFrame(rows, columns=["segment", "url", "estimate"]))
+        except (Py4JJavaError, PySparkException) as exc:
+            raise ValueError(f"segment {segment}: the crawldb as of its generate (version {version}) "
+                             f"cannot be read ({_root_cause(exc)}); VACUUM may have removed its files; "
+                             f"{instead}") from exc
+    return _concat(frames, ["segment", "url", "estimate"])
+
+
+def _root_cause(exc: Exception) -> str:
+    """A Spark error in one line: its innermost JVM cause (e.g. a missing data file), where the
+    Python exception's own first line is only the Py4J call that failed."""
+    cause = getattr(exc, "java_exception", None)
+    if cause is None:
+        return str(exc).strip().splitlines()[0]
+    while cause.getCause() is not None:
+        cause = cause.getCause()
+    return cause.toString()
+
+
+def read_buffer(spark, crawl_dir: str) -> set[str]:
+    """URLs the crawler's own limited buffer holds at the end, by the predicate the buffer
+    itself uses (crawlkit/stages/evict.py: stored pages, and readmitted ones awaiting their
+    refetch). Not "every crawled page not evicted": a duplicate, or a page that went gone or
+    redirected on refetch, holds no place. Read through Spark: the crawldb is Delta."""
+    from crawlkit import storage
+    from crawlkit.scoring.base import real_pages
+    from crawlkit.stages.evict import holds_place
+
     db = storage.read_table(spark, storage.crawldb_path(crawl_dir), "crawldb")
-    rows = db.filter(F.col("status") == Status.EVICTED.value).select("url").collect()
-    return {row["url"] for row in rows}
+    return {row["url"] for row in real_pages(db).filter(holds_place()).select("url").collect()}

@@ -8,19 +8,24 @@ the results.
 The limited-buffer measure P_BC comes two ways:
 
 * ``buffer=B``: replay a buffer of B pages over the crawl order, evicting the page with the
-  lowest *estimate*: by default the score the page had in its segment's fetch list, i.e.
-  the crawler's estimate when it fetched it (or any ``estimates`` mapping url -> score,
-  e.g. the final crawldb score). Estimates from different rounds are compared as they are.
-* ``evicted=urls``: the crawler ran its own limited buffer; the crawled pages it evicted
-  (crawldb status ``evicted``: :func:`crawlkit.evaluate.crawl.read_evicted`) are gone, the
-  rest are kept (B = how many). Only the end state is known: one point, at the last K.
+  lowest *estimate*. With ``round_estimates`` (:func:`crawlkit.evaluate.crawl.read_round_estimates`:
+  the crawldb scores as of each round's generate) each round's pages compete with the
+  buffer's by the crawler's estimates *as of that round*, the buffer re-keyed at each round:
+  scores from different rounds are on different scales (PageRank shrinks as the known graph
+  grows, backlink counts grow), so comparing a page's score from its own round with a
+  newcomer's would mostly keep the first B pages fetched. ``estimates`` (url -> score, e.g.
+  the final crawldb score) is one estimate for all rounds instead.
+* ``buffered=urls``: the crawler ran its own limited buffer; the crawled pages it holds at
+  the end (:func:`crawlkit.evaluate.crawl.read_buffer`) are kept, B = how many. Only the
+  end state is known: one point, at the last K.
 
 Example::
 
     result = evaluate_crawl("crawl", "links.tsv.gz", "pagerank", buffer=500,
+                            round_estimates=read_round_estimates(spark, "crawl"),
                             access_log="access.log")
     result = evaluate_crawl("crawl", "links.tsv.gz", "own-buffer",
-                            evicted=read_evicted(spark, "crawl"))
+                            buffered=read_buffer(spark, "crawl"))
     result.curves           # the long table
     print(result.table())   # P_ST, P_CS, P_BC at 5, 10, 20, 30, 50 % crawled
     result.write("crawl/evaluation")
@@ -30,7 +35,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -95,13 +100,15 @@ class EvaluationResult:
 def evaluate_order(name: str, order: np.ndarray, web: Web, *,
                    hot: str | Iterable[str] = DEFAULT_HOT, importance: str = "pagerank",
                    buffer: int | None = None,
-                   estimates: np.ndarray | None = None, kept: np.ndarray | None = None,
+                   estimates: np.ndarray | Sequence[np.ndarray] | None = None,
+                   kept: np.ndarray | None = None,
                    topic: str | None = None, points: int = DEFAULT_POINTS,
                    fractions: Iterable[float] = DEFAULT_FRACTIONS) -> EvaluationResult:
     """Every measure for a crawl ``order`` (distinct page ids of ``web``, first fetched first).
 
-    ``buffer`` with ``estimates`` (one per order position) replays a limited buffer;
-    ``kept`` (bool per position) is the end state of the crawler's own buffer instead.
+    ``buffer`` with ``estimates`` (one per order position, or one array per round:
+    :func:`measures.buffer_evictions`) replays a limited buffer; ``kept`` (bool per
+    position) is the end state of the crawler's own buffer instead.
     Importance measures need a link graph; P_CS ranks the web by ``importance``
     (``pagerank``: IR, ``backlinks``: IB, in-links; ``scoring.importance``); harvest and
     recall need ``topic`` and labels.
@@ -141,14 +148,16 @@ def evaluate_order(name: str, order: np.ndarray, web: Web, *,
 
 def evaluate_crawl(crawl_dir: str, web_links_path: str | Path | None, name: str | None = None, *,
                    hot: str | Iterable[str] = DEFAULT_HOT, importance: str = "pagerank",
-                   buffer: int | None = None,
+                   buffer: int | None = None, round_estimates: pd.DataFrame | None = None,
                    estimates: Mapping[str, float] | None = None,
-                   evicted: Iterable[str] | None = None, access_log: str | Path | None = None,
+                   buffered: Iterable[str] | None = None, access_log: str | Path | None = None,
                    labels: str | Path | None = None, topic: str | None = None,
                    points: int = DEFAULT_POINTS,
                    fractions: Iterable[float] = DEFAULT_FRACTIONS) -> EvaluationResult:
     """Evaluate the crawl in ``crawl_dir`` against the web in ``web_links_path`` (and/or the
-    ``labels``). Runs on the driver (pyarrow, pandas, numpy): no Spark needed."""
+    ``labels``). Runs on the driver (pyarrow, pandas, numpy): no Spark needed; what the
+    limited buffer needs from the crawldb comes in read already (``round_estimates`` or
+    ``estimates`` for ``buffer``, ``buffered``: see the module docstring)."""
     name = name or os.path.basename(str(crawl_dir).rstrip("/"))
     web = load_web(web_links_path, labels)
     content, fetchlists, incomplete = read_segments(str(crawl_dir))
@@ -165,14 +174,39 @@ def evaluate_crawl(crawl_dir: str, web_links_path: str | Path | None, name: str 
         notes.append(f"{len(in_web) - len(first)} crawled URLs are a page crawled earlier "
                      "under another spelling, counted once")
     buffer_args = {}
-    if evicted is not None:
-        buffer_args["kept"] = ~first["url"].isin(set(evicted)).to_numpy()
+    if buffered is not None:
+        held = set(buffered)
+        held_pages = set(in_web.loc[in_web["url"].isin(held), "page"])     # under any spelling
+        buffer_args["kept"] = first["page"].isin(held_pages).to_numpy()
+        left_out = held - set(in_web["url"])
+        if left_out:
+            notes.append(f"{len(left_out)} URLs the crawler's buffer holds are not crawled pages of "
+                         f"the web, left out of B (e.g. {', '.join(sorted(left_out)[:SHOWN])})")
     if buffer is not None:
-        scores = first["url"].map(estimates) if estimates is not None else first["estimate"]
-        buffer_args.update(buffer=int(buffer), estimates=scores.to_numpy(dtype=np.float64))
+        if (round_estimates is None) == (estimates is None):
+            raise ValueError("buffer=B replays the crawler's buffer with its estimates: give "
+                             "round_estimates=read_round_estimates(spark, crawl_dir) (its estimates as "
+                             "of each round) or estimates={url: score} (one estimate for all rounds)")
+        scores = (estimates_by_round(first, round_estimates) if round_estimates is not None
+                  else first["url"].map(estimates).to_numpy(dtype=np.float64))
+        buffer_args.update(buffer=int(buffer), estimates=scores)
     result = evaluate_order(name, first["page"].to_numpy(), web, hot=hot, importance=importance, topic=topic,
                             points=points, fractions=fractions, **buffer_args)
     result.notes[:0] = notes
     if access_log is not None:
         result.crosscheck = cross_check(pages["url"], read_access_log(access_log))
     return result
+
+
+def estimates_by_round(pages: pd.DataFrame, round_estimates: pd.DataFrame) -> list[np.ndarray]:
+    """For each round of the crawl order ``pages`` (url, segment), the estimates as of that
+    round (``round_estimates``: segment, url, estimate) of the pages crawled up to its end:
+    the per-round form :func:`measures.buffer_evictions` replays."""
+    by_segment = {segment: rows.set_index("url")["estimate"]
+                  for segment, rows in round_estimates.groupby("segment")}
+    ends = pages.groupby("segment", sort=False).size().cumsum()     # crawl order keeps rounds together
+    missing = [segment for segment in ends.index if segment not in by_segment]
+    if missing:
+        raise ValueError(f"no estimates for segment(s) {', '.join(missing)} in round_estimates")
+    return [pages["url"].iloc[:end].map(by_segment[segment]).to_numpy(dtype=np.float64)
+            for segment, end in ends.items()]

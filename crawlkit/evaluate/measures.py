@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -71,23 +72,42 @@ def crawl_and_stop(order: np.ndarray, importance: np.ndarray, metric: str = "pag
     return Curve("P_CS", f"{metric}-top-K", k, counted / k, np.ones(len(k)), at_least_kth / pages)
 
 
-def buffer_evictions(estimates: np.ndarray, capacity: int) -> np.ndarray:
+def buffer_evictions(estimates: np.ndarray | Sequence[np.ndarray], capacity: int) -> np.ndarray:
     """Replay a limited buffer: for the page entering at each crawl position, the position
     of the page evicted then (-1 while the buffer has room).
 
     The crawler keeps at most ``capacity`` pages; when one more arrives it drops the page it
     estimates least important, which may be the newcomer. On equal estimates the page
     fetched last goes, so the incumbents stay.
+
+    ``estimates`` is one estimate per crawl position (one estimate for the whole crawl), or
+    one array per round: array r holds the crawler's estimates *as of round r* of the pages
+    crawled up to the end of round r, so its length is where round r ends. A crawler
+    compares its pages by its current estimates, and a batch crawler's scores change scale
+    from round to round (PageRank shrinks as the known graph grows, backlink counts grow):
+    comparing a page's score from its own round with a newcomer's would mostly keep the
+    first pages fetched. So at each round the buffer is re-keyed with that round's
+    estimates, then the round's pages arrive in crawl order.
     """
-    estimates = np.asarray(estimates, dtype=np.float64)
-    if np.isnan(estimates).any():
-        raise ValueError("every crawled page needs an estimate for the limited-buffer replay")
-    buffer: list[tuple[float, int]] = []
-    evicted = np.full(len(estimates), -1, dtype=np.int64)
-    for position, estimate in enumerate(estimates):
-        heapq.heappush(buffer, (estimate, -position))
-        if len(buffer) > capacity:
-            evicted[position] = -heapq.heappop(buffer)[1]
+    rounds = [estimates] if len(estimates) == 0 or np.ndim(estimates[0]) == 0 else estimates
+    rounds = [np.asarray(current, dtype=np.float64) for current in rounds]
+    if any(len(later) < len(earlier) for earlier, later in zip(rounds, rounds[1:])):
+        raise ValueError("each round's estimates must cover the pages crawled before it")
+    evicted = np.full(len(rounds[-1]), -1, dtype=np.int64)
+    buffer: list[tuple[float, int]] = []      # (estimate, -position): lowest, then latest, first
+    start = 0
+    for number, current in enumerate(rounds, start=1):
+        held, arriving = [-p for _, p in buffer], range(start, len(current))
+        if np.isnan(current[held + list(arriving)]).any():
+            raise ValueError(f"round {number}: every page in the buffer or arriving needs an estimate "
+                             "for the limited-buffer replay")
+        buffer = [(current[p], -p) for p in held]
+        heapq.heapify(buffer)
+        for position in arriving:
+            heapq.heappush(buffer, (current[position], -position))
+            if len(buffer) > capacity:
+                evicted[position] = -heapq.heappop(buffer)[1]
+        start = len(current)
     return evicted
 
 

@@ -20,14 +20,15 @@ readmitted and not yet refetched), by score then URL:
   page is stored;
 
 so the crawldb never holds more than B stored pages after a round. The change is one MERGE
-tagged ``evict:<segment>``; rerunning it finds nothing to change. ``crawlkit export`` and
-``crawlkit evaluate --buffer crawldb`` read the ``evicted`` status.
+tagged ``evict:<segment>``; rerunning it finds nothing to change. ``crawlkit export`` reads
+the ``evicted`` status; ``crawlkit evaluate --buffer crawldb`` reads the buffer with
+:func:`holds_place`.
 """
 from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from crawlkit import storage
@@ -40,17 +41,24 @@ READMITTED = "readmitted_at"
 AWAITING_REFETCH = (Status.UNFETCHED.value, Status.RETRY.value)   # a readmitted page, not yet stored
 
 
+def holds_place() -> Column:
+    """The crawldb rows holding a place in the buffer: stored pages, and readmitted pages
+    awaiting their refetch (they keep their place until it resolves)."""
+    marked = F.col("metadata").getItem(READMITTED).isNotNull()
+    return F.col("status").isin(*STORED) | (marked & F.col("status").isin(*AWAITING_REFETCH))
+
+
 def buffer_changes(crawldb: DataFrame, capacity: int, now: datetime) -> DataFrame:
     """(url, status, fetch_time, metadata) for the rows whose buffer state changes."""
     marked = F.col("metadata").getItem(READMITTED).isNotNull()
     stored, evicted = F.col("status").isin(*STORED), F.col("status") == Status.EVICTED.value
-    pending = marked & F.col("status").isin(*AWAITING_REFETCH)
-    had_content = real_pages(crawldb).filter(stored | evicted | pending)
+    held = holds_place()
+    had_content = real_pages(crawldb).filter(held | evicted)
     kept = (had_content.orderBy(F.col("score").desc(), F.col("url")).limit(capacity)
             .select("url", F.lit(True).alias("_kept")))
     ranked = had_content.join(kept, on="url", how="left")
     in_buffer = F.coalesce(F.col("_kept"), F.lit(False))
-    evict = (stored | pending) & ~in_buffer
+    evict = held & ~in_buffer
     readmit = evicted & in_buffer
     settled = stored & in_buffer & marked          # refetched and stored: the mark has done its job
     when = F.date_format(F.lit(now), "yyyy-MM-dd'T'HH:mm:ss'Z'")

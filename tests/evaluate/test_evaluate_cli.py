@@ -1,4 +1,5 @@
-"""`crawlkit evaluate` end to end on the crawl directory and tiny web of the other tests."""
+"""`crawlkit evaluate` end to end on the crawl directory and tiny web of the other tests
+(``--buffer``, which reads the crawldb with Spark: test_evaluate_crawldb_buffer.py)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ def test_cli_writes_csv_png_and_table(crawl_dir, access_log, web_files, tmp_path
     out = tmp_path / "eval"
     code = main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(links),
                  "--access-log", str(access_log), "--hot", "indegree:1,indegree:2,pagerank:2",
-                 "--buffer", "2", "--labels", str(labels), "--topic", "course",
+                 "--labels", str(labels), "--topic", "course",
                  "--name", "bfs", "--out", str(out), "--quiet"])
     assert code == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -26,7 +27,7 @@ def test_cli_writes_csv_png_and_table(crawl_dir, access_log, web_files, tmp_path
     curves = pd.read_csv(out / "bfs.csv")
     assert list(curves.columns) == COLUMNS
     assert set(curves["ordering"]) == {"bfs", "ideal", "random"}
-    assert set(curves["metric"]) == {"P_ST", "P_CS", "P_BC(B=2)", "harvest", "recall"}
+    assert set(curves["metric"]) == {"P_ST", "P_CS", "harvest", "recall"}
     assert set(curves["hot_definition"]) == {"indegree>1", "indegree>2", "pagerank-top-2",
                                              "pagerank-top-K", "topic:course"}
     png = (out / "bfs.png").read_bytes()
@@ -48,16 +49,15 @@ def test_cli_default_out_dir_and_usage_errors(crawl_dir, web_files, capsys):
 
 
 def test_compare_two_orderings(crawl_dir, web_files, tmp_path):
-    for name, buffer in (("first", "2"), ("second", "3")):
+    for name, hot in (("first", "indegree:1"), ("second", "indegree:1,indegree:2")):
         assert main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]),
-                     "--hot", "indegree:1", "--buffer", buffer, "--name", name,
-                     "--out", str(tmp_path), "--quiet"]) == 0
+                     "--hot", hot, "--name", name, "--out", str(tmp_path), "--quiet"]) == 0
     markdown, figure = compare([tmp_path / "first.csv", tmp_path / "second.csv"])
     rows = [line for line in markdown.splitlines() if line.startswith("| P_ST | indegree>1 |")]
     # both orderings, then ideal and random once (the copies of each crawl collapse)
     assert [row.split(" | ")[2] for row in rows] == ["first", "second", "ideal", "random"]
-    assert "| P_BC(B=3) | indegree>1 | second |" in markdown
-    assert len([ax for ax in figure.axes if ax.get_visible()]) == 4  # P_ST, P_CS, P_BC B=2, B=3
+    assert "| P_ST | indegree>2 | second |" in markdown and "| P_ST | indegree>2 | first |" not in markdown
+    assert len([ax for ax in figure.axes if ax.get_visible()]) == 3  # P_ST twice, P_CS
 
 
 def test_ordinary_mistakes_are_one_line_errors_not_tracebacks(crawl_dir, web_files, tmp_path, capsys):

@@ -83,6 +83,22 @@ def test_buffer_eviction_sequence():
         measures.buffer_evictions(np.array([0.1, np.nan]), 1)
 
 
+def test_the_buffer_is_rekeyed_with_each_rounds_estimates():
+    # B = 2. Round 1 fetches a b; round 2 fetches c; round 3 fetches d.
+    # Round 1 (a .5, b .2): both fit.
+    # Round 2 re-keys the buffer: a .1, b .3 (a's score shrank as the graph grew), then
+    #   c .2 arrives: a (.1) goes. Keyed by fetch-time scores (a .5 b .2), c would tie b
+    #   and go itself.
+    # Round 3: a, evicted, needs no estimate; b .3, c .25 stay and d .1 goes at once.
+    rounds = [np.array([.5, .2]), np.array([.1, .3, .2]), np.array([np.nan, .3, .25, .1])]
+    assert measures.buffer_evictions(rounds, 2).tolist() == [-1, -1, 0, 3]
+    assert measures.buffer_evictions(np.array([.5, .2, .2, .1]), 2).tolist() == [-1, -1, 2, 3]
+    with pytest.raises(ValueError, match="round 3: every page in the buffer"):
+        measures.buffer_evictions([rounds[0], rounds[1], np.array([.1, np.nan, .2, .3])], 2)
+    with pytest.raises(ValueError, match="must cover the pages crawled before"):
+        measures.buffer_evictions([rounds[1], rounds[0]], 2)
+
+
 def test_limited_buffer(tiny_web):
     evicted = measures.buffer_evictions(np.array([ESTIMATES[n] for n in CRAWL]), 2)
     # buffer per K: {a} {a b} {a b} {a c} {a c} {a d}; indegree>1 hot: a c d
