@@ -8,9 +8,12 @@ does not count, so the crawl runs on until the table's last column is reached), 
 evaluates every crawl against the full graph and writes one comparison table and plot::
 
     .venv/bin/python scripts/bench/orderings.py /work/shared/data/hollins \\
-        --seed http://www1.hollins.edu/ --upto 0.5 --out docs/orderings/hollins
+        --seed http://www1.hollins.edu/ --upto 0.5 --out docs/orderings
     .venv/bin/python scripts/bench/orderings.py /work/shared/data/notredame \\
-        --seed http://h0000.nd.test/p0.html --upto 0.3 --out docs/orderings/notredame
+        --seed http://h0000.nd.test/p0.html --upto 0.3 --out docs/orderings
+
+``--out`` is a folder: the table and plot go there, named after the source folder
+(``docs/orderings/hollins.md`` and ``hollins.png``).
 
 Each ordering's crawl and evaluation are kept under ``--workdir``; a rerun skips the
 orderings already evaluated there up to ``--upto``, and a rerun with a larger ``--upto``
