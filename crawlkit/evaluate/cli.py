@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--web", help="the full web: links.tsv(.gz), src TAB dst (optional with --labels)")
     parser.add_argument("--access-log", help="replay-web access log to cross-check the crawl order with")
     parser.add_argument("--hot", help="hot pages, comma-separated: indegree:G (more than G in-links), "
+                                      "indegree>=:G (at least G, the paper's), "
                                       "pagerank:H or pagerank:P%% (top by PageRank); default "
                                       "indegree:3,indegree:10,indegree:100,pagerank:1%%")
     parser.add_argument("--buffer", type=buffer_arg,

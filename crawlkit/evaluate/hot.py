@@ -1,7 +1,8 @@
 """Hot pages: which pages a crawl should have found early ("indegree:10", "pagerank:1%").
 
 ``indegree:G`` makes a page hot when more than G distinct other pages link to it (the data
-sets' "more than G in-links"). ``pagerank:H`` takes the top H pages by full-graph PageRank,
+sets' "more than G in-links", the default's G = 3, 10, 100); ``indegree>=:G`` when at least G
+do, the paper's own threshold (Cho et al.: hot when I(P) >= G). ``pagerank:H`` takes the top H pages by full-graph PageRank,
 ``pagerank:P%`` the top P percent of T; pages tied with the H-th (see
 :func:`crawlkit.evaluate.importance.tie_groups`) are hot too, so a hot set never depends
 on an arbitrary order among equals and may hold a few more than H pages.
@@ -17,7 +18,7 @@ from crawlkit.evaluate.importance import tie_groups
 from crawlkit.evaluate.web import Web
 
 DEFAULT_HOT = ("indegree:3", "indegree:10", "indegree:100", "pagerank:1%")
-SPEC = re.compile(r"indegree:\d+(\.\d+)?|pagerank:(\d+|\d+(\.\d+)?%)")
+SPEC = re.compile(r"indegree(>=)?:\d+(\.\d+)?|pagerank:(\d+|\d+(\.\d+)?%)")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def parse_hot(specs: str | list[str] | tuple[str, ...]) -> list[str]:
     items = [s.strip() for s in specs.split(",")] if isinstance(specs, str) else list(specs)
     for spec in items:
         if not SPEC.fullmatch(spec):
-            raise ValueError(f"hot definition {spec!r}: expected indegree:G, pagerank:H or pagerank:P%")
+            raise ValueError(f"hot definition {spec!r}: expected indegree:G, indegree>=:G, pagerank:H or pagerank:P%")
     return items
 
 
@@ -43,6 +44,8 @@ def hot_set(spec: str, web: Web) -> HotSet:
     kind, _, value = spec.partition(":")
     if kind == "indegree":
         return HotSet(f"indegree>{value}", web.in_degree > float(value))
+    if kind == "indegree>=":
+        return HotSet(f"indegree>={value}", web.in_degree >= float(value))
     count = round(web.size * float(value[:-1]) / 100) if value.endswith("%") else int(value)
     return HotSet(f"pagerank-top-{value}", top_pages(web.pagerank, count))
 

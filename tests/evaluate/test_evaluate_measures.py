@@ -40,6 +40,9 @@ def test_hot_sets(tiny_web):
             parse_hot(bad)
     assert np.flatnonzero(hot_set("indegree:1", tiny_web).mask).tolist() == ids("acd").tolist()
     assert hot_set("indegree:2", tiny_web).name == "indegree>2"
+    # the paper's I(P) >= G: c d (in-degree 4, 3) and a (2), where "more than 2" is c d
+    assert np.flatnonzero(hot_set("indegree>=:2", tiny_web).mask).tolist() == ids("acd").tolist()
+    assert hot_set("indegree>=:2", tiny_web).name == "indegree>=2"
     assert np.flatnonzero(hot_set("pagerank:2", tiny_web).mask).tolist() == ids("cd").tolist()
     assert hot_set("pagerank:25%", tiny_web).size == 2
     # the top 6 end inside the e = f = g tie: all three are hot, 8 pages in all
