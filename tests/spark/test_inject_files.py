@@ -25,6 +25,18 @@ def test_inject_counts_seeds_not_the_virtual_page(spark, tmp_path):
     assert (first["seeds"], first["injected"], first["already_known"]) == (2, 2, 0)
     again = run_inject(spark, str(seeds), conf, __import__("datetime").datetime(2024, 1, 2))
     assert (again["injected"], again["already_known"]) == (0, 2)
+    # under OPIC too, a known seed's metadata is merged, and no cash moves
+    from crawlkit import storage
+    cash = lambda: {r.url: r.opic_cash for r in storage.read_table(  # noqa: E731
+        spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb").collect()}
+    before = cash()
+    seeds.write_text("http://a.test/ spam=true\nhttp://c.test/\n")
+    updated = run_inject(spark, str(seeds), make_conf(crawl__dir=str(tmp_path / "crawl"), scoring__scorer="opic",
+                                                      inject__update=True), __import__("datetime").datetime(2024, 1, 3))
+    assert (updated["injected"], updated["updated"]) == (1, 1)
+    after = cash()
+    assert {u: after[u] for u in before} == {**before, "crawlkit:virtual": after["crawlkit:virtual"]}
+    assert after["crawlkit:virtual"] + after["http://c.test/"] == pytest.approx(before["crawlkit:virtual"])
 
 
 def test_known_urls_change_only_when_asked_update_merges_metadata_refetch_makes_them_due(spark, tmp_path):
