@@ -17,7 +17,8 @@ the holder renews the lock's modification time every ``crawl.lock_heartbeat`` se
 lock from another machine not renewed for ``crawl.lock_expiry`` is taken over with a warning
 (a driver lost with its node, a YARN attempt or a Kubernetes driver pod started elsewhere).
 The lease compares the filesystem's modification time with this machine's clock: keep the
-expiry well above the clocks' skew. A process releases the lock only while it holds its own
+expiry well above the clocks' skew. Where a file's modification time cannot be renewed (S3,
+GCS: it is the upload's), a lock is written without a lease and never lapses. A process releases the lock only while it holds its own
 token, so one whose lock was broken cannot remove its successor's.
 """
 from __future__ import annotations
@@ -64,20 +65,22 @@ def acquire(spark: SparkSession, crawl_dir: str, command: str, *, lease: float |
     """Take the lock (breaking it if its holder is known to be gone, or, given ``expiry``,
     its lease ran out); returns our token. ``lease``: how often we will renew it (seconds)."""
     token = uuid.uuid4().hex
-    owner = json.dumps({**_identity(), "command": command, "token": token, "lease": lease,
-                        "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-    if _create_new(spark, lock_path(crawl_dir), owner):
+    facts = {**_identity(), "command": command, "token": token, "lease": lease,
+             "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    if _take(spark, crawl_dir, facts):
         return token
     held = holder(spark, crawl_dir) or {}
     running, unrenewed = _running(held), _unrenewed_for(spark, crawl_dir, held)
-    gone = running is False or (running is None and expiry is not None and unrenewed > expiry)
+    # the holder's own lease counts too: one renewing every 20 min is alive at 16 min
+    lapse = None if expiry is None else max(expiry, 3 * float(held.get("lease") or 0))
+    gone = running is False or (running is None and lapse is not None and unrenewed > lapse)
     if gone:
         log.warning("breaking the lock of %s (host %s, pid %s, since %s): %s",
                     held.get("command"), held.get("host"), held.get("pid"), held.get("since"),
                     "that process is gone" if running is False
-                    else f"not renewed for {unrenewed:.0f} s (crawl.lock_expiry {expiry:g} s)")
+                    else f"not renewed for {unrenewed:.0f} s (crawl.lock_expiry: {lapse:g} s)")
         _remove(spark, crawl_dir, held)
-        if _create_new(spark, lock_path(crawl_dir), owner):
+        if _take(spark, crawl_dir, facts):
             return token
         held = holder(spark, crawl_dir) or {}
     raise LockedError(
@@ -141,6 +144,26 @@ def _running(held: dict) -> bool | None:
     return started == held["started"]
 
 
+def _take(spark: SparkSession, crawl_dir: str, facts: dict) -> bool:
+    """Create the lock holding ``facts`` unless one exists. On S3 or GCS a file's modification
+    time is its upload's: a lease there could not be renewed and would lapse under a running
+    round, so the lock is rewritten without one (it has just been made: nobody else holds it)."""
+    if not _create_new(spark, lock_path(crawl_dir), json.dumps(facts)):
+        return False
+    if facts["lease"] and not _renewable(spark, crawl_dir):
+        storage.write_text(spark, lock_path(crawl_dir), json.dumps({**facts, "lease": None}))
+    return True
+
+
+def _renewable(spark: SparkSession, crawl_dir: str) -> bool:
+    """Whether the filesystem lets the holder renew the lock's modification time (HDFS and
+    local disks do; Hadoop's default ``setTimes``, as on S3 and GCS, does nothing)."""
+    fs, path = storage.hadoop_fs(spark, lock_path(crawl_dir))
+    created = fs.getFileStatus(path).getModificationTime()
+    fs.setTimes(path, created + 1000, -1)
+    return fs.getFileStatus(path).getModificationTime() != created
+
+
 def _unrenewed_for(spark: SparkSession, crawl_dir: str, held: dict) -> float:
     """Seconds since a leased lock was last renewed (0 for a lock without a lease: one
     written by an older crawlkit, or a holder that does not renew, never runs out)."""
@@ -182,7 +205,7 @@ class _Heartbeat:
 
     def __exit__(self, *_exc) -> None:
         self._stop.set()
-        self._thread.join()
+        self._thread.join(timeout=self.interval)   # a beat stuck in a filesystem call is left behind
 
 
 def _remove(spark: SparkSession, crawl_dir: str, held: dict) -> None:
@@ -235,7 +258,7 @@ def round_lock(spark: SparkSession, crawl_dir: str, command: str, break_lock: bo
         break_held_lock(spark, crawl_dir)
     token = acquire(spark, crawl_dir, command, lease=heartbeat, expiry=expiry)
     try:
-        if heartbeat:
+        if heartbeat and (holder(spark, crawl_dir) or {}).get("lease"):   # (none where it cannot renew)
             with _Heartbeat(spark, crawl_dir, token, heartbeat):
                 yield
         else:

@@ -160,6 +160,7 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
             chunk, last, buffer, parsed = chunk + 1, time.monotonic(), [], []
 
         saved = _saved_urls(filesystem, folder, context.partitionId() if context else 0)
+        totals["retried"] = bool(saved)   # then the parts are assembled: see run_fetch
         rows = (row for batch in batches for row in batch.to_pylist() if row["url"] not in saved)
         stats = FetchStats()
         results = fetch_partition(rows, conf, now, stats, ends_at)
@@ -198,8 +199,10 @@ def _saved_urls(filesystem, folder: str, partition: int) -> set[str]:
 
 def _no_counters() -> dict:
     """A task's counters before its first spill: rows, bytes, by_status, (when it parses)
-    parse, and the names of the content files it left (the driver checks it sees them)."""
-    return {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter(), "files": []}
+    parse, the names of the content files it left (the driver checks it sees them), and
+    whether it found an earlier attempt's files (then it counted only what it fetched)."""
+    return {"rows": 0, "bytes": 0, "by_status": Counter(), "parse": Counter(), "files": [],
+            "retried": False}
 
 
 def _task_counters(rows) -> dict:
@@ -212,6 +215,7 @@ def _task_counters(rows) -> dict:
         total["by_status"].update(task["by_status"])
         total["parse"].update(task["parse"])
         total["files"] += task["files"]
+        total["retried"] = total["retried"] or task["retried"]
     return total
 
 
@@ -438,8 +442,10 @@ def run_fetch(spark: SparkSession, conf: Conf, now: datetime, segment: str) -> d
     _check_visible(spark, parts_uri, now_counters["files"])
     counters = {"segment": segment, "fetched_now": requested(now_counters), "resumed": resumed,
                 "parsed": None}
-    if not resumed and _one_run_each(names := _part_names(spark, parts_uri)):
+    if not resumed and not now_counters["retried"] and _one_run_each(names := _part_names(spark, parts_uri)):
         # the parts hold each URL once, and the tasks counted them: rename, do not assemble
+        # (a task Spark ran again may have found its lost attempt's files, even a merged file
+        # beside the spills it was deleting, under one run's name: then assemble and count)
         if parse_now and _part_names(spark, parse_parts_uri) == names:
             _publish(spark, parse_parts_uri, crawl_dir, segment, "parse")
             counters["parsed"] = {"segment": segment, "pages": 0, "failed": 0, "outlinks": 0,

@@ -229,10 +229,13 @@ def test_a_task_run_again_fetches_only_what_its_earlier_attempt_did_not_save(rep
                                                     schema=schema)
     parts = tmp_path / "content_parts"
     before = _page_requests(replay, URLS[:10]), _page_requests(replay, URLS[10:])   # (the module's web)
-    for _ in _fetch_and_spill(conf, NOW, str(parts), None)(iter([batch(URLS[:10])])):   # the lost attempt
-        pass
-    for _ in _fetch_and_spill(conf, NOW, str(parts), None)(iter([batch(URLS)])):        # the retry
-        pass
+    counters = lambda batches: [json.loads(c) for b in batches for c in b.column("counters").to_pylist()]  # noqa: E731
+    lost = counters(_fetch_and_spill(conf, NOW, str(parts), None)(iter([batch(URLS[:10])])))
+    retry = counters(_fetch_and_spill(conf, NOW, str(parts), None)(iter([batch(URLS)])))
+    # the retry says so: the driver then assembles the parts (one run's name may hold a URL
+    # twice, a merged file beside the spills it was deleting) and counts them itself
+    assert (lost[0]["retried"], retry[0]["retried"]) == (False, True)
+    assert retry[0]["rows"] == len(URLS) - 10
     assert _page_requests(replay, URLS[:10]) - before[0] == 10           # not asked again
     assert _page_requests(replay, URLS[10:]) - before[1] == len(URLS) - 10
     saved = pq.read_table(parts, columns=["url"]).column("url").to_pylist()

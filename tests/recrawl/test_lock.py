@@ -176,3 +176,26 @@ def test_the_holder_renews_its_lease_and_only_while_the_lock_is_its_own(spark, t
     lock._Heartbeat(spark, crawl_dir, "another-token", 60.0).beat()   # a broken holder's thread
     assert time.time() - fs.getFileStatus(path).getModificationTime() / 1000 > 400
     lock.release(spark, crawl_dir, token)
+
+
+def test_a_lease_no_filesystem_renews_is_not_taken_and_a_slow_holder_s_own_counts(spark, tmp_path, monkeypatch):
+    import time
+
+    crawl_dir = str(tmp_path / "crawl")
+    # S3 and GCS keep a file's upload time: the lock is written without a lease, never lapses
+    monkeypatch.setattr(lock, "_renewable", lambda _spark, _dir: False)
+    token = lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+    assert lock.holder(spark, crawl_dir)["lease"] is None
+    lock.release(spark, crawl_dir, token)
+    monkeypatch.undo()
+    token = lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+    assert lock.holder(spark, crawl_dir)["lease"] == 60.0                       # local disk renews
+    lock.release(spark, crawl_dir, token)
+
+    held_elsewhere(spark, crawl_dir, lease=1200.0)   # renews every 20 min: alive at 16 min
+    fs, path = storage.hadoop_fs(spark, lock.lock_path(crawl_dir))
+    fs.setTimes(path, int((time.time() - 1000) * 1000), -1)
+    with pytest.raises(lock.LockedError):
+        lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
+    fs.setTimes(path, int((time.time() - 3700) * 1000), -1)        # three of its leases
+    lock.acquire(spark, crawl_dir, "round", lease=60.0, expiry=900.0)
