@@ -218,9 +218,10 @@ def run(args) -> dict:
     cmd = args.command
     if conf.changed():
         say("options in effect: " + json.dumps(conf.changed(), default=str, sort_keys=True))
-    if cmd in SPILLERS:   # a crawl dir without a scheme, as Hadoop resolves it
-        from crawlkit.stages.fetch import executor_uri
+    if cmd in SPILLERS:   # a crawl dir without a scheme, as Hadoop resolves it; no speculation
+        from crawlkit.stages.fetch import check_no_speculation, executor_uri
         executor_uri(spark, conf["crawl.dir"])
+        check_no_speculation(spark.sparkContext.getConf().get("spark.speculation", "false"))
     with job_group(spark, cmd, getattr(args, "segment", None)):
         if cmd in WRITERS:
             from crawlkit.lock import round_lock

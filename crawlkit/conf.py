@@ -231,13 +231,14 @@ def _flatten_site(raw: Mapping[str, Any], path: Path) -> dict[str, Any]:
 def site_file(explicit: str | os.PathLike | None = None) -> Path | None:
     """The site file in effect: explicit, then $CRAWLKIT_SITE, then conf/crawlkit-site.toml
     (on the disk, or in the zip spark-submit ships: scripts/cluster/package.sh puts conf/ in)."""
-    given = explicit or os.environ.get("CRAWLKIT_SITE")
+    given = str(explicit or os.environ.get("CRAWLKIT_SITE") or "")
     if given:
-        if re.match(r"[A-Za-z][A-Za-z0-9+.-]+:/", str(given)) and not str(given).startswith("file:"):
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", given)
+        if scheme and scheme[1].lower() != "file":
             raise ConfError(f"site configuration file {given}: crawlkit reads it before Spark starts, "
                             "so not from a URI; ship it with spark-submit --files and give its name, "
                             f"or put it in the zip as conf/{SITE_FILE} (docs/cluster.md)")
-        return Path(str(given).removeprefix("file://"))
+        return Path(re.sub(r"^file:(//)?", "", given, flags=re.IGNORECASE))
     default = conf_dir() / SITE_FILE
     return default if is_shipped(default) else None
 
@@ -261,7 +262,7 @@ def load_conf(site: str | os.PathLike | None = None,
     path = site_file(site)
     if path is not None:
         try:
-            data = path.read_bytes() if path.exists() else read_shipped(path)   # (the zip's)
+            data = path.read_bytes() if site or os.environ.get("CRAWLKIT_SITE") else read_shipped(path)
             raw = tomllib.loads(data.decode("utf-8"))
         except FileNotFoundError:
             raise ConfError(f"site configuration file not found: {path}") from None

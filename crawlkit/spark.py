@@ -80,13 +80,32 @@ def session_settings(conf: Conf) -> dict[str, str]:
     return settings
 
 
-def under_submit(ours: dict[str, str], submitted: dict[str, str]) -> dict[str, str]:
-    """crawlkit's session settings under spark-submit: what the operator (or the cluster's
-    spark-defaults.conf) gave spark-submit wins (``--conf spark.ui.enabled=true``,
-    ``spark.sql.shuffle.partitions``, ...); the jars and the SQL extensions are merged, theirs
-    first (``--jars hadoop-aws.jar`` next to crawlkit's Delta jars; a cluster's Iceberg
-    extension next to Delta's, which crawlkit needs), a jar of the same file name once."""
-    settings = {k: v for k, v in ours.items() if k not in submitted}
+# Settings crawlkit's correctness rests on, whatever spark-submit says: times are UTC
+# (utc_process), and the Delta catalog serves the tables' ALTER TABLE.
+REQUIRED = ("spark.sql.session.timeZone", "spark.executorEnv.TZ", "spark.sql.catalog.spark_catalog")
+# The Spark settings each crawlkit key sets (``spark.extra`` sets the ones it names).
+FROM_CONF = {"spark.shuffle_partitions": "spark.sql.shuffle.partitions",
+             "spark.delta_snapshot_partitions": "spark.databricks.delta.snapshotPartitions",
+             "spark.driver_memory": "spark.driver.memory", "spark.ui": "spark.ui.enabled",
+             "spark.jars": "spark.jars"}
+
+
+def explicit_settings(conf: Conf) -> set[str]:
+    """The Spark settings the operator set through crawlkit's own conf (not its defaults)."""
+    changed = conf.changed()
+    return {FROM_CONF[k] for k in changed if k in FROM_CONF} | set(conf["spark.extra"])
+
+
+def under_submit(ours: dict[str, str], submitted: dict[str, str], explicit: set[str] = frozenset()) -> dict[str, str]:
+    """crawlkit's session settings under spark-submit. What the operator (or the cluster's
+    spark-defaults.conf) gave spark-submit wins over crawlkit's defaults (``--conf
+    spark.ui.enabled=true``, ``spark.sql.shuffle.partitions``, ...), but not over what was set
+    through crawlkit's own conf (``explicit``) nor over the settings crawlkit needs
+    (``REQUIRED``); the jars and the SQL extensions are merged, theirs first (``--jars
+    hadoop-aws.jar`` next to crawlkit's Delta jars; a cluster's Iceberg extension next to
+    Delta's, which crawlkit needs), a jar of the same file name once."""
+    keep = set(REQUIRED) | set(explicit)
+    settings = {k: v for k, v in ours.items() if k not in submitted or k in keep}
     for key, same in (("spark.jars", os.path.basename), ("spark.sql.extensions", str.strip)):
         if key in ours and submitted.get(key):    # lists: a cluster's extensions keep Delta's
             theirs = [item for item in submitted[key].split(",") if item]
@@ -140,7 +159,7 @@ def get_spark(conf: Conf, master: str | None = None, *, checkpoints: bool = True
         builder = builder.master(master or conf["spark.master"])
     settings = session_settings(conf)
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
-        settings = under_submit(settings, _submitted_settings())
+        settings = under_submit(settings, _submitted_settings(), explicit_settings(conf))
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -126,6 +126,8 @@ def kept_buffer(order: np.ndarray, kept: np.ndarray, hot: HotSet) -> Curve:
     """P_BC of a crawl that ran its own limited buffer: ``kept`` marks the crawled pages not
     evicted at the end (B = how many). Only the end state is known, so one point, at K = all."""
     capacity, crawled, pages = int(kept.sum()), len(order), len(hot.mask)
+    if capacity == 0:
+        raise ValueError("the crawler's buffer holds none of the crawled pages of the web")
     value = hot.mask[order][kept].sum() / capacity
     ideal = min(crawled, hot.size, capacity) / capacity
     return Curve(f"P_BC(evicted, B={capacity})", hot.name, np.array([crawled]),

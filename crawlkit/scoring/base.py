@@ -18,7 +18,8 @@ Two kinds of scorer exist, as in Nutch:
 Importance vs ordering (Cho et al.): a scorer only computes a metric. Whether that metric is
 used as the *ordering* metric (what generate sorts by: ``scoring.scorer``, or the combination
 ``scoring.combine``) or as the *importance* metric (what ``crawlkit evaluate`` measures a crawl
-against: ``scoring.importance``) is decided by conf, never by the scorer. Every scorer's
+against: ``scoring.importance``, computed there on the whole web: PageRank or backlinks) is
+decided by conf, never by the scorer. Every scorer's
 output is kept in the crawldb's ``scores`` map under its name; :func:`combine` turns that map
 into the ``score`` column generate sorts by.
 

@@ -163,9 +163,10 @@ def known_seed_changes(seeds: DataFrame, crawldb: DataFrame, *, update: bool, re
         seeds.select("url", F.col("metadata").alias("_seed")), "url")
     old = F.coalesce(F.col("metadata"), F.create_map().cast("map<string,string>"))
     seed = F.coalesce(F.col("_seed"), F.create_map().cast("map<string,string>"))
-    merged = F.map_filter(
-        F.map_concat(F.map_filter(old, lambda k, _v: ~F.array_contains(F.map_keys(seed), k)), seed),
-        lambda _k, v: v != F.lit(""))
+    # the row's keys the line does not name, then the line's keys with a value (an empty one
+    # removes its key; the row's own empty or null values are left as they are)
+    merged = F.map_concat(F.map_filter(old, lambda k, _v: ~F.array_contains(F.map_keys(seed), k)),
+                          F.map_filter(seed, lambda _k, v: v != F.lit("")))
     due = F.lit(refetch) & (F.col("status") != Status.EVICTED.value)
     metadata = merged if update else F.col("metadata")
     same = F.array_sort(F.map_entries(old)) == F.array_sort(F.map_entries(merged))  # maps: no "="

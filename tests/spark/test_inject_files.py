@@ -54,6 +54,7 @@ def test_known_urls_change_only_when_asked_update_merges_metadata_refetch_makes_
         page("flagged", "fetched", metadata={"spam": "true", "topic": "y"}),
         page("down", "gone", retries=3),
         page("evicted", "evicted", metadata={"evicted_at": "2026-02-01T00:00:00Z"}),
+        page("odd", "fetched", metadata={"empty": "", "none": None, "topic": "w"}),
     ], now).write.format("delta").save(storage.crawldb_path(str(crawl)))
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://a.test/farm spam=true score=9\n"
@@ -61,7 +62,8 @@ def test_known_urls_change_only_when_asked_update_merges_metadata_refetch_makes_
                      "http://a.test/down\n"
                      "http://a.test/evicted\n"
                      "http://a.test/new spam= topic=z\n"
-                     "http://a.test/farm topic=other\n")
+                     "http://a.test/farm topic=other\n"
+                     "http://a.test/odd topic=w\n")
 
     def rows():
         db = storage.read_table(spark, storage.crawldb_path(str(crawl)), "crawldb")
@@ -69,7 +71,7 @@ def test_known_urls_change_only_when_asked_update_merges_metadata_refetch_makes_
                 for r in db.collect()}
 
     plain = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl)), now)
-    assert (plain["injected"], plain["already_known"], plain["updated"]) == (1, 4, 0)
+    assert (plain["injected"], plain["already_known"], plain["updated"]) == (1, 5, 0)
     assert (plain["repeated_lines"], plain["repeats"]) == (1, ["line 6: the URL of line 1 again (line 1 kept)"])
     before = rows()
     assert before["farm"] == ("fetched", later, 0, 0.5, {"topic": "x"})
@@ -81,12 +83,13 @@ def test_known_urls_change_only_when_asked_update_merges_metadata_refetch_makes_
     assert after["farm"] == ("fetched", later, 0, 0.5, {"topic": "x", "spam": "true"})  # no score
     assert after["flagged"][4] == {"topic": "y"}
     assert after["down"] == before["down"] and after["evicted"] == before["evicted"]
+    assert after["odd"] == before["odd"]      # the row's own empty and null values are its own
     again = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl), inject__update=True), now)
     assert again["updated"] == 0 and rows() == after
 
     refetched = run_inject(spark, str(seeds), make_conf(crawl__dir=str(crawl), inject__refetch=True), now)
     due = rows()
-    assert refetched["updated"] == 4                          # farm, flagged, down, new
+    assert refetched["updated"] == 5                          # farm, flagged, down, new, odd
     assert due["down"] == ("gone", now, 0, 0.5, {})            # due now, failures forgotten
     assert due["farm"][1:3] == (now, 0) and due["farm"][4] == after["farm"][4]
     assert due["evicted"] == before["evicted"]                # the buffer decides

@@ -157,6 +157,15 @@ def test_under_spark_submit_its_settings_win_and_the_jars_are_merged():
     assert settings["spark.sql.extensions"] == ("org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
                                                 "io.delta.sql.DeltaSparkSessionExtension")
     assert under_submit(ours, {}) == ours
+    # what crawlkit needs, and what the operator set through crawlkit's own conf, stay
+    from crawlkit.spark import explicit_settings, session_settings
+    conf = load_conf(overrides=parse_assignments(["spark.shuffle_partitions=240"]))
+    cluster = {"spark.sql.session.timeZone": "America/New_York", "spark.sql.shuffle.partitions": "200",
+               "spark.default.parallelism": "64"}
+    settings = under_submit(session_settings(conf), cluster, explicit_settings(conf))
+    assert settings["spark.sql.session.timeZone"] == "UTC"
+    assert settings["spark.sql.shuffle.partitions"] == "240"
+    assert "spark.default.parallelism" not in settings                  # the cluster's 64 stands
 
 
 def test_score_list_needs_no_crawl_no_spark_and_no_lock(tmp_path, capsys, monkeypatch):
@@ -206,3 +215,11 @@ def test_a_site_file_shipped_in_the_zip_is_read_and_a_uri_refused(tmp_path):
     assert out == [str(shipped / "crawlkit" / "conf.py"), "5"]
     with pytest.raises(ConfError, match="ship it with spark-submit --files"):
         load_conf(site="hdfs://nn:8020/crawl/site.toml")
+    site = tmp_path / "site.toml"
+    site.write_text("[fetcher]\nthreads = 6\n")
+    for spelling in (f"file:{site}", site.as_uri()):             # Hadoop's file:/x and file:///x
+        assert load_conf(site=spelling)["fetcher.threads"] == 6
+    out = subprocess.run([sys.executable, "-c", probe.replace("load_conf()", "load_conf(site=sys.argv[2])"),
+                          str(shipped), str(tmp_path / "nope.toml")], capture_output=True, text=True,
+                         cwd=tmp_path, env=env)
+    assert "site configuration file not found" in out.stderr   # a path beside the zip, not in it
