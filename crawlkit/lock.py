@@ -18,8 +18,9 @@ lock from another machine not renewed for ``crawl.lock_expiry`` is taken over wi
 (a driver lost with its node, a YARN attempt or a Kubernetes driver pod started elsewhere).
 The lease compares the filesystem's modification time with this machine's clock: keep the
 expiry well above the clocks' skew. Where a file's modification time cannot be renewed (S3,
-GCS: it is the upload's), a lock is written without a lease and never lapses. A process releases the lock only while it holds its own
-token, so one whose lock was broken cannot remove its successor's.
+GCS: it is the upload's), a lock is written without a lease and never lapses. A process
+releases the lock only while it holds its own token, so one whose lock was broken cannot
+remove its successor's.
 """
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ def _parse_fields(fields: list[str]) -> tuple[float | None, dict[str, str], str 
             if not math.isfinite(score) or score < 0:
                 return None, {}, f"score {value[:50]!r} must be a finite non-negative number"
         else:
-            metadata[key] = value   # an empty value removes the key (crawldb_metadata)
+            metadata[key] = value   # an empty value removes the key (known_seed_changes)
     return score, metadata, None
 
 
