@@ -53,7 +53,8 @@ def _stacked(ax, labels: list[str], series: dict[str, list[float]], colours: dic
     step = math.ceil(len(labels) / MAX_LABELS) or 1   # hundreds of rounds: label every step-th
     ax.set_xticks(range(0, len(labels), step), labels[::step], rotation=30 if crowded else 0,
                   ha="right" if crowded else "center", fontsize="small")
-    ax.legend(fontsize="small", ncols=min(4, len(series)) or 1)
+    if series:   # a version with nothing fetched yet has no series to name
+        ax.legend(fontsize="small", ncols=min(4, len(series)))
 
 
 def fetch_timeline(rounds: list[dict]) -> str:
