@@ -2,10 +2,10 @@
 
 ``indegree:G`` makes a page hot when more than G distinct other pages link to it (the data
 sets' "more than G in-links", the default's G = 3, 10, 100); ``indegree>=:G`` when at least G
-do, the paper's own threshold (Cho et al.: hot when I(P) >= G). ``pagerank:H`` takes the top H pages by full-graph PageRank,
-``pagerank:P%`` the top P percent of T; pages tied with the H-th (see
-:func:`crawlkit.evaluate.importance.tie_groups`) are hot too, so a hot set never depends
-on an arbitrary order among equals and may hold a few more than H pages.
+do, the paper's own threshold (Cho et al.: hot when I(P) >= G). ``pagerank:H`` takes the top
+H pages by full-graph PageRank, ``pagerank:P%`` the top P percent of T; pages tied with the
+H-th (see :func:`crawlkit.evaluate.importance.tie_groups`) are hot too, so a hot set never
+depends on an arbitrary order among equals and may hold a few more than H pages.
 """
 from __future__ import annotations
 

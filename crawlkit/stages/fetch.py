@@ -131,14 +131,17 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
                 if group:
                     writer.write_table(pa.concat_tables(group))
 
-        def merge_spills():
+        def spill_name(number: int) -> str:   # see SPILL_NAME
+            return f"part-{task}-{number:05d}.parquet"
+
+        def merge_spills() -> str:
             """One file per task instead of one per spill (module doc). The merged file takes
             the next spill number, so it still names this run of the task; parse first, as in
             ``spill``. A failure before the spills are gone leaves URLs twice under one run's
             name, but a failed task is run again (or the fetch resumed), and then the parts
-            are assembled, which drops repeated URLs."""
-            names = [f"part-{task}-{i:05d}.parquet" for i in range(chunk)]
-            merged = f"part-{task}-{chunk:05d}.parquet"
+            are assembled, which drops repeated URLs. Returns the merged file's name."""
+            names = [spill_name(i) for i in range(chunk)]
+            merged = spill_name(chunk)
             if parse_folder is not None:
                 merge(parse_fs, parse_folder, names, merged, parse_schema)
             merge(filesystem, folder, names, merged, schema)
@@ -146,10 +149,11 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
                 filesystem.delete_file(f"{folder}/{name}")
                 if parse_folder is not None:
                     parse_fs.delete_file(f"{parse_folder}/{name}")
+            return merged
 
         def spill():
             nonlocal chunk, last, buffer, parsed
-            name = f"part-{task}-{chunk:05d}.parquet"
+            name = spill_name(chunk)
             if parse_folder is not None:   # first: a content file is the mark of a URL done
                 write(parse_fs, parse_folder, name, pa.Table.from_pylist(parsed, schema=parse_schema))
                 totals["parse"].update(parse_totals(parsed))
@@ -173,10 +177,9 @@ def _fetch_and_spill(conf: dict, now: datetime, parts_uri: str, progress: Progre
         if buffer:
             spill()
         if conf["fetcher.merge_spills"] and chunk > 1:
-            merge_spills()
-            totals["files"] = [f"part-{task}-{chunk:05d}.parquet"]
+            totals["files"] = [merge_spills()]
         else:
-            totals["files"] = [f"part-{task}-{i:05d}.parquet" for i in range(chunk)]
+            totals["files"] = [spill_name(i) for i in range(chunk)]
         yield pa.RecordBatch.from_pydict({"counters": [json.dumps(totals)]},
                                          schema=pa.schema([("counters", pa.string())]))
     return run
