@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from crawlkit.paths import conf_dir, is_shipped, read_shipped
+from crawlkit.paths import conf_dir, is_shipped, read_shipped, scheme_of
 
 DEFAULTS_FILE = "crawlkit-default.toml"
 SITE_FILE = "crawlkit-site.toml"
@@ -233,8 +233,7 @@ def site_file(explicit: str | os.PathLike | None = None) -> Path | None:
     (on the disk, or in the zip spark-submit ships: scripts/cluster/package.sh puts conf/ in)."""
     given = str(explicit or os.environ.get("CRAWLKIT_SITE") or "")
     if given:
-        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", given)
-        if scheme and scheme[1].lower() != "file":
+        if scheme_of(given) not in (None, "file"):
             raise ConfError(f"site configuration file {given}: crawlkit reads it before Spark starts, "
                             "so not from a URI; ship it with spark-submit --files and give its name, "
                             f"or put it in the zip as conf/{SITE_FILE} (docs/cluster.md)")

@@ -6,6 +6,7 @@ When crawlkit runs from the zip spark-submit ships (``--py-files dist/crawlkit.z
 scripts/cluster/package.sh with conf/ and schemas/ inside), they are read from the zip.
 """
 import os
+import re
 import zipimport
 from pathlib import Path
 
@@ -38,3 +39,11 @@ def is_shipped(path: Path) -> bool:
     except OSError:      # FileNotFoundError on disk; zipimporter's "can't find" is an OSError
         return False
     return True
+
+
+def scheme_of(uri: str) -> str | None:
+    """The URI scheme, lower case (``s3``, ``hdfs``, ``dbfs`` of ``dbfs:/x``), None for a path.
+
+    Here rather than in storage because the configuration needs it before Spark starts."""
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", uri)
+    return match[1].lower() if match else None

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Callable, Iterator
@@ -29,6 +28,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from crawlkit import schemas, segment_names
+from crawlkit.paths import scheme_of
 
 CRAWLDB = "crawldb"
 LINKDB = "linkdb"
@@ -39,12 +39,6 @@ log = logging.getLogger(__name__)
 def join(base: str, *parts: str) -> str:
     """Join URI path parts without collapsing ``scheme://`` (unlike os.path / pathlib)."""
     return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
-
-
-def scheme_of(uri: str) -> str | None:
-    """The URI scheme, lower case (``s3``, ``hdfs``, ``dbfs`` of ``dbfs:/x``), None for a path."""
-    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", uri)
-    return match[1].lower() if match else None
 
 
 def absolute(spark: SparkSession, path: str) -> str:
@@ -185,6 +179,18 @@ def read_table(spark: SparkSession, path: str, table: str, version: int | None =
     if version is not None:
         reader = reader.option("versionAsOf", version)
     return schemas.conform(reader.load(path), table)
+
+
+def unreadable_version(spark: SparkSession, path: str, table: str, version: int) -> str | None:
+    """Why time travel to ``version`` would fail, in a few words (None when it would not):
+    VACUUM removed its data files, or log cleanup its commit. Checked before a stage relies
+    on an old version, so the caller can say what to do instead of a Py4J trace mid-way."""
+    try:
+        files = read_table(spark, path, table, version).inputFiles()
+    except Exception as exc:  # Delta's errors come through Py4J: no narrower class to catch
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        return first or type(exc).__name__
+    return "vacuumed" if any(not path_exists(spark, f) for f in files) else None
 
 
 def table_version(spark: SparkSession, path: str) -> int:

@@ -95,8 +95,6 @@ def read_round_estimates(spark, crawl_dir: str) -> pd.DataFrame:
     versions for a while only (log retention, VACUUM): a segment whose version is gone is a
     ValueError naming it, never an estimate from another round.
     """
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
     from crawlkit import storage
@@ -117,28 +115,16 @@ def read_round_estimates(spark, crawl_dir: str) -> pd.DataFrame:
             raise ValueError(f"segment {segment}: its generate commit is no longer in the crawldb's "
                              f"history (Delta log retention), so the crawler's estimates of that round "
                              f"are lost; {instead}")
-        try:
-            rows = (storage.read_table(spark, db_path, "crawldb", version=version)
-                    .join(crawled.filter(F.col("round") <= number), "url")
-                    .select(F.lit(segment).alias("segment"), "url", F.col("score").alias("estimate"))
-                    .collect())
-            frames.append(pd.DataFrame(rows, columns=["segment", "url", "estimate"]))
-        except (Py4JJavaError, PySparkException) as exc:
+        reason = storage.unreadable_version(spark, db_path, "crawldb", version)
+        if reason is not None:
             raise ValueError(f"segment {segment}: the crawldb as of its generate (version {version}) "
-                             f"cannot be read ({_root_cause(exc)}); VACUUM may have removed its files; "
-                             f"{instead}") from exc
+                             f"cannot be read ({reason}); VACUUM may have removed its files; {instead}")
+        rows = (storage.read_table(spark, db_path, "crawldb", version=version)
+                .join(crawled.filter(F.col("round") <= number), "url")
+                .select(F.lit(segment).alias("segment"), "url", F.col("score").alias("estimate"))
+                .collect())
+        frames.append(pd.DataFrame(rows, columns=["segment", "url", "estimate"]))
     return _concat(frames, ["segment", "url", "estimate"])
-
-
-def _root_cause(exc: Exception) -> str:
-    """A Spark error in one line: its innermost JVM cause (e.g. a missing data file), where the
-    Python exception's own first line is only the Py4J call that failed."""
-    cause = getattr(exc, "java_exception", None)
-    if cause is None:
-        return str(exc).strip().splitlines()[0]
-    while cause.getCause() is not None:
-        cause = cause.getCause()
-    return cause.toString()
 
 
 def read_buffer(spark, crawl_dir: str) -> set[str]:

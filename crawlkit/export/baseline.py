@@ -102,16 +102,10 @@ def applied_by(commits: list[dict], version: int) -> Callable[[str], bool]:
 
 
 def check_readable(spark: SparkSession, db_path: str, version: int) -> None:
-    """ValueError, before anything is written, when time travel to ``version`` would fail:
-    VACUUM removed its data files, or log cleanup its commit (a Py4J trace otherwise)."""
-    advice = "; run a full export"
-    try:
-        files = storage.read_table(spark, db_path, "crawldb", version).inputFiles()
-    except Exception as exc:  # Delta's errors come through Py4J: no narrower class to catch
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"crawldb version {version} is no longer readable ({first}){advice}") from None
-    if any(not storage.path_exists(spark, f) for f in files):
-        raise ValueError(f"crawldb version {version} is no longer readable (vacuumed){advice}")
+    """ValueError, before anything is written, when time travel to ``version`` would fail."""
+    reason = storage.unreadable_version(spark, db_path, "crawldb", version)
+    if reason is not None:
+        raise ValueError(f"crawldb version {version} is no longer readable ({reason}); run a full export")
 
 
 def rebuilt(spark: SparkSession, crawl_dir: str, version: int,

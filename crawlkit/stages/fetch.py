@@ -51,6 +51,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from crawlkit import schemas, storage
 from crawlkit.conf import Conf, ConfError
+from crawlkit.paths import scheme_of
 from crawlkit.progress import ProgressSink, fetch_progress
 from crawlkit.stages.generate import partition_by_host
 from crawlkit.status import FetchStatus
@@ -236,7 +237,7 @@ def executor_uri(spark: SparkSession, path: str) -> str:
 
 def check_executor_scheme(uri: str, given: str | None = None) -> str:
     """``uri`` if pyarrow opens its scheme, else a ConfError naming ``given`` (the crawl dir)."""
-    scheme = storage.scheme_of(uri) or "file"
+    scheme = scheme_of(uri) or "file"
     if scheme not in ARROW_SCHEMES:
         raise ConfError(f"crawl.dir {given or uri!r} resolves to {scheme}:, which the fetch tasks cannot "
                         f"write (they spill with pyarrow, which opens {', '.join(sorted(ARROW_SCHEMES))}); "
