@@ -40,10 +40,6 @@ STAGES = {
     "replay": "serve the local replay web (graph, WARC or generated)",
     "evaluate": "evaluate a finished crawl's ordering against a full web graph",
 }
-NOT_YET = {
-}
-
-
 # Read-only views of a crawl directory (crawlkit.inspect, crawlkit.report).
 INSPECTION = ("stats", "dump", "top", "report")
 
@@ -167,15 +163,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The command line's own options that set a configuration key: (attribute, option, key).
+FLAG_KEYS = (("crawl_dir", "--crawl-dir", "crawl.dir"), ("master", "--master", "spark.master"),
+             ("topN", "--topN", "crawl.topN"), ("rounds", "--rounds", "crawl.rounds"),
+             ("scorer", "--scorer", "scoring.scorer"), ("update", "--update", "inject.update"),
+             ("refetch", "--refetch", "inject.refetch"))
+
+
 def _conf_from(args):
-    overrides = parse_assignments(args.conf)
-    for flag, key in (("crawl_dir", "crawl.dir"), ("master", "spark.master"), ("topN", "crawl.topN"),
-                      ("rounds", "crawl.rounds"), ("scorer", "scoring.scorer"),
-                      ("update", "inject.update"), ("refetch", "inject.refetch")):
-        value = getattr(args, flag, None)
-        if value is not None:
-            overrides[key] = value
-    return load_conf(site=args.site, overrides=overrides)
+    flags = {option: {key: getattr(args, attribute)} for attribute, option, key in FLAG_KEYS
+             if getattr(args, attribute, None) is not None}
+    return load_conf(site=args.site, overrides=parse_assignments(args.conf), flags=flags)
+
+
+def loop_rounds(conf) -> int | None:
+    """How many rounds ``crawl --every`` runs: ``crawl.rounds`` where the operator set it
+    (``--rounds``, ``--conf``, a site file), else no bound (its default 3 is for a plain crawl)."""
+    return conf["crawl.rounds"] if "crawl.rounds" in conf.explicit() else None
 
 
 def _require_applied(spark, conf, segment: str) -> None:
@@ -281,7 +285,7 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         from crawlkit.crawl import run_crawl, run_every
         _abandon(args, spark, conf, now, say)
         if args.every is not None:
-            reports = run_every(spark, conf, args.seeds, args.every, args.until, args.rounds,
+            reports = run_every(spark, conf, args.seeds, args.every, args.until, loop_rounds(conf),
                                 utc_now, time.sleep, say)
         else:
             # --now pins every round to that logical time (reproducible runs); else the wall clock
@@ -302,7 +306,7 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
     if cmd in INSPECTION:
         from crawlkit.inspect.command import run_inspection
         return run_inspection(spark, conf, args, now, (lambda _text: None) if args.quiet else print)
-    raise SystemExit(f"crawlkit {cmd}: not available yet (issue: {NOT_YET.get(cmd, cmd)})")
+    raise AssertionError(f"no dispatch for command {cmd!r}")   # build_parser lists only these
 
 
 @contextmanager
@@ -331,12 +335,12 @@ def main(argv: list[str] | None = None) -> int:
         return replay_main(argv[1:]) or 0
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "until", None) is not None and args.every is None:
+        parser.error("--until needs --every (it ends a recrawl loop)")
+    if getattr(args, "every", None) is not None and args.now is not None:
+        parser.error("--now and --every: a recrawl loop keeps the wall clock's time; give one")
     if not args.command:
         parser.print_help()
-        return 2
-    if args.command in NOT_YET:
-        print(f"crawlkit {args.command}: not available yet; it is planned in the issue "
-              f"\"{NOT_YET[args.command]}\".", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -5,7 +5,10 @@ Precedence, lowest first: the defaults file, a site file, then ``key=value`` ove
 (the command line's ``--conf``). Unknown keys, wrongly typed values and numbers out of their
 key's range are refused with an error naming the key and where it came from, so a typo never
 silently does nothing (and ``fetcher.threads = -3`` never reaches a fetch task). A number is
-at least 0 unless its key declares ``min`` (``max``: at most; ``above``: strictly more).
+at least 0 unless its key declares ``min`` (``max``: at most; ``above``: strictly more); a
+key with ``choices`` takes one of them (each item of a list); ``nonempty`` refuses ``[]``.
+Values that only mean something together (scorer names, AMH weights summing to 1, ordered
+intervals) are checked once every layer is in, before any stage runs.
 
 A :class:`Conf` is an immutable flat mapping of dotted keys (``"fetcher.threads"``) to plain
 Python values, so it pickles cheaply to Spark executors.
@@ -45,6 +48,8 @@ class KeySpec:
     min: float | None = None     # inclusive bounds of a number (min defaults to 0)
     max: float | None = None
     above: float | None = None   # exclusive lower bound
+    choices: tuple[str, ...] | None = None   # the values a str (or each item of a list) may take
+    nonempty: bool = False       # a list that must hold at least one item
 
 
 # Pairs of keys whose values must be ordered: low <= high.
@@ -82,10 +87,14 @@ def load_specs(path: Path | None = None) -> dict[str, KeySpec]:
                 raise ConfError(f"{path}: {key} needs a default and a description")
             kind = entry.get("type") or _type_name(entry["default"])
             numeric = kind in ("int", "float")
+            choices = entry.get("choices")
             specs[key] = KeySpec(key, entry["default"], entry["description"], kind,
                                  min=entry.get("min", 0 if numeric and "above" not in entry else None),
-                                 max=entry.get("max"), above=entry.get("above"))
+                                 max=entry.get("max"), above=entry.get("above"),
+                                 choices=tuple(choices) if choices is not None else None,
+                                 nonempty=bool(entry.get("nonempty", False)))
             _check_range(specs[key], entry["default"], str(path))
+            _check_choices(specs[key], entry["default"], str(path))
     return specs
 
 
@@ -106,17 +115,70 @@ def _check_range(spec: KeySpec, value: Any, origin: str) -> None:
         raise ConfError(f"{origin}: {spec.key} must be {' and '.join(wanted)}, got {value!r}")
 
 
-def _check_order(conf: "Conf", origin: str) -> "Conf":
+def _check_choices(spec: KeySpec, value: Any, origin: str) -> None:
+    items = value if isinstance(value, list) else [value]
+    if spec.nonempty and not items:
+        raise ConfError(f"{origin}: {spec.key} must not be empty")
+    for item in items if spec.choices is not None else ():
+        if item not in spec.choices:
+            raise ConfError(f"{origin}: {spec.key} must be one of {', '.join(spec.choices)}, got {item!r}")
+
+
+def _check_order(conf: "Conf") -> None:
     for low, high in ORDERED:
         if conf[low] > conf[high]:
-            raise ConfError(f"{origin}: {low} ({conf[low]!r}) must not be above {high} ({conf[high]!r})")
+            raise ConfError(f"{low} ({conf[low]!r}, {conf.origin_of(low)}) must not be above "
+                            f"{high} ({conf[high]!r}, {conf.origin_of(high)})")
+
+
+def _check_together(conf: "Conf") -> "Conf":
+    """The checks no single value can make: run once every layer is applied, so a later
+    layer may still mend what an earlier one set."""
+    _check_order(conf)
+    _check_scorer_names(conf)
+    amh = [conf[f"focus.amh_{k}"] for k in "abc"]   # each in [0, 1] by its range
+    if abs(sum(amh) - 1.0) > 1e-9:
+        raise ConfError(f"focus.amh_a/b/c = {', '.join(map(str, amh))} ({conf.origin_of('focus.amh_a')}, "
+                        f"{conf.origin_of('focus.amh_b')}, {conf.origin_of('focus.amh_c')}): "
+                        "each in [0, 1], summing to 1")
+    personalization = conf["scoring.personalization"].strip()
+    if personalization not in ("", "seeds") and not personalization.startswith("hosts:"):
+        raise ConfError(f"{conf.origin_of('scoring.personalization')}: scoring.personalization must be "
+                        f"empty, seeds or hosts:<comma list>, got {personalization!r}")
+    proxy = conf["fetcher.proxy"]
+    if proxy and (scheme_of(proxy) not in ("http", "https") or "://" not in proxy):
+        raise ConfError(f"{conf.origin_of('fetcher.proxy')}: fetcher.proxy must be an http:// or "
+                        f"https:// URL (http://host:port), got {proxy!r}")
     return conf
 
 
-def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
-    """Check (and for command-line strings, parse) a value against its key's type."""
+def _check_scorer_names(conf: "Conf") -> None:
+    """Every metric a round computes or ranks by is a registered scorer (a typo would only
+    fail after the round's fetch); ``score`` names the crawldb's ordering score."""
+    from crawlkit.scoring.base import list_scorers   # late: the scorers import this module
+
+    known = set(list_scorers())
+    named = {"scoring.scorer": [conf["scoring.scorer"]],
+             "generate.interleave": [n for n in conf["generate.interleave"] if n != "score"],
+             "focus.interleave": [n for n in conf["focus.interleave"] if n != "score"],
+             "scoring.combine": list(conf["scoring.combine"])}
+    for key, names in named.items():
+        for name in names:
+            if name not in known:
+                raise ConfError(f"{conf.origin_of(key)}: {key}: unknown scorer {name!r}; "
+                                f"known: {', '.join(sorted(known))}")
+    if conf["generate.policy"] == "interleave" and not conf["generate.interleave"] and not conf["focus.words"]:
+        raise ConfError(f"{conf.origin_of('generate.interleave')}: generate.policy = interleave "
+                        "needs generate.interleave (a list of metrics)")
+
+
+def _coerce(spec: KeySpec, value: Any, origin: str, text: bool = True) -> Any:
+    """Check a value against its key's type; ``text``: a string may spell another type (the
+    command line's ``key=value``; a TOML file has types of its own)."""
     want = spec.type
     if isinstance(value, str) and want != "str":
+        if not text:
+            raise ConfError(f"{origin}: {spec.key} must be {want}, got {value!r}")
         value = _parse_text(spec, value, origin)
     ok = {
         "bool": lambda v: isinstance(v, bool),
@@ -125,7 +187,7 @@ def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
         "str": lambda v: isinstance(v, str),
         "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
         "list[regex]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-        "dict[str,str]": lambda v: isinstance(v, dict),
+        "dict[str,str]": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
         "dict[str,float]": lambda v: isinstance(v, dict) and all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()),
     }[want]
@@ -134,6 +196,7 @@ def _coerce(spec: KeySpec, value: Any, origin: str) -> Any:
     if want == "float":
         value = float(value)
     _check_range(spec, value, origin)
+    _check_choices(spec, value, origin)
     if want == "list[regex]":
         for pattern in value:
             try:
@@ -174,9 +237,11 @@ def _parse_text(spec: KeySpec, text: str, origin: str) -> Any:
 class Conf(Mapping[str, Any]):
     """An immutable, validated configuration."""
 
-    def __init__(self, values: Mapping[str, Any], specs: Mapping[str, KeySpec]):
+    def __init__(self, values: Mapping[str, Any], specs: Mapping[str, KeySpec],
+                 origins: Mapping[str, str] | None = None):
         self._values = dict(values)
         self._specs = specs
+        self._origins = dict(origins or {})   # key -> the file or option that set it
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -195,14 +260,26 @@ class Conf(Mapping[str, Any]):
         prefix = name + "."
         return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
 
-    def with_overrides(self, overrides: Mapping[str, Any] | None, origin: str = "override") -> "Conf":
-        values = dict(self._values)
+    def with_overrides(self, overrides: Mapping[str, Any] | None, origin: str = "override",
+                       text: bool = True) -> "Conf":
+        """A copy with ``overrides`` applied, each checked; ``origin`` names where they came
+        from in errors; ``text``: strings may spell other types (see _coerce)."""
+        values, origins = dict(self._values), dict(self._origins)
         for key, value in (overrides or {}).items():
             spec = self._specs.get(key)
             if spec is None:
-                raise ConfError(f"{origin}: unknown configuration key {key!r}")
-            values[key] = _coerce(spec, value, origin)
-        return Conf(values, self._specs)
+                raise ConfError(f"{origin}: unknown configuration key {key!r}{_hint(key)}")
+            values[key] = _coerce(spec, value, origin, text)
+            origins[key] = origin
+        return Conf(values, self._specs, origins)
+
+    def origin_of(self, key: str) -> str:
+        """Where ``key``'s value came from: a file, an option, or "default"."""
+        return self._origins.get(key, "default")
+
+    def explicit(self) -> set[str]:
+        """Keys set by a site file, the command line or a caller (equal to the default or not)."""
+        return set(self._origins)
 
     def describe(self, key: str) -> str:
         return self._specs[key].description
@@ -215,7 +292,14 @@ class Conf(Mapping[str, Any]):
         return dict(self._values)
 
     def __reduce__(self):
-        return (Conf, (self._values, self._specs))
+        return (Conf, (self._values, self._specs, self._origins))
+
+
+def _hint(key: str) -> str:
+    if key.startswith("spark.") and key.count(".") > 1:
+        return (f" (a Spark setting: give it as spark.extra={{\"{key}\": \"...\"}} or to "
+                "spark-submit's own --conf; docs/cluster.md)")
+    return ""
 
 
 def _flatten_site(raw: Mapping[str, Any], path: Path) -> dict[str, Any]:
@@ -254,8 +338,10 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
 
 
 def load_conf(site: str | os.PathLike | None = None,
-              overrides: Mapping[str, Any] | None = None) -> Conf:
-    """Defaults < site file < overrides, validated."""
+              overrides: Mapping[str, Any] | None = None,
+              flags: Mapping[str, Mapping[str, Any]] | None = None) -> Conf:
+    """Defaults < site file < overrides (``--conf``) < ``flags`` (the command line's own
+    options, ``{"--topN": {"crawl.topN": 5}}``, named in errors as typed), validated."""
     specs = load_specs()
     conf = Conf({k: s.default for k, s in specs.items()}, specs)
     path = site_file(site)
@@ -269,8 +355,11 @@ def load_conf(site: str | os.PathLike | None = None,
             raise ConfError(f"site configuration file {path}: {exc.strerror}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfError(f"{path}: not valid TOML: {exc}") from None
-        conf = conf.with_overrides(_flatten_site(raw, path), origin=str(path))
-    return _check_order(conf.with_overrides(overrides, origin="--conf"), "configuration")
+        conf = conf.with_overrides(_flatten_site(raw, path), origin=str(path), text=False)
+    conf = conf.with_overrides(overrides, origin="--conf")
+    for flag, values in (flags or {}).items():
+        conf = conf.with_overrides(values, origin=flag)
+    return _check_together(conf)
 
 
 def make_conf(**overrides: Any) -> Conf:
@@ -280,5 +369,5 @@ def make_conf(**overrides: Any) -> Conf:
     """
     specs = load_specs()
     conf = Conf({k: s.default for k, s in specs.items()}, specs)
-    return _check_order(conf.with_overrides({k.replace("__", "."): v for k, v in overrides.items()},
-                                            origin="make_conf"), "make_conf")
+    return _check_together(conf.with_overrides({k.replace("__", "."): v for k, v in overrides.items()},
+                                               origin="make_conf"))

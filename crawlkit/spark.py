@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-from crawlkit.conf import Conf
+from crawlkit.conf import Conf, ConfError
 from crawlkit.paths import project_home
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -76,7 +76,11 @@ def session_settings(conf: Conf) -> dict[str, str]:
     }
     if jars:
         settings["spark.jars"] = jars
-    settings.update({k: str(v) for k, v in conf["spark.extra"].items()})
+    overridden = sorted(set(conf["spark.extra"]) & set(REQUIRED))
+    if overridden:
+        raise ConfError(f"{conf.origin_of('spark.extra')}: spark.extra sets {', '.join(overridden)}, "
+                        "which crawlkit sets itself (its times are UTC, its tables Delta)")
+    settings.update(conf["spark.extra"])
     return settings
 
 
@@ -92,8 +96,7 @@ FROM_CONF = {"spark.shuffle_partitions": "spark.sql.shuffle.partitions",
 
 def explicit_settings(conf: Conf) -> set[str]:
     """The Spark settings the operator set through crawlkit's own conf (not its defaults)."""
-    changed = conf.changed()
-    return {FROM_CONF[k] for k in changed if k in FROM_CONF} | set(conf["spark.extra"])
+    return {FROM_CONF[k] for k in conf.explicit() if k in FROM_CONF} | set(conf["spark.extra"])
 
 
 def under_submit(ours: dict[str, str], submitted: dict[str, str], explicit: set[str] = frozenset()) -> dict[str, str]:

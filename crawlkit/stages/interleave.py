@@ -50,10 +50,7 @@ def interleaved_metrics(conf: Conf) -> list[str]:
         return []
     if conf["focus.words"]:
         return list(conf["focus.interleave"])
-    names = list(conf["generate.interleave"])
-    if not names:
-        raise ValueError("generate.policy = interleave needs generate.interleave (a list of metrics)")
-    return names
+    return list(conf["generate.interleave"])   # not empty: the configuration checks it
 
 
 def interleaved(candidates: DataFrame, names: list[str], top_n: int, tie_break: list, cap,

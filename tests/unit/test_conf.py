@@ -223,3 +223,92 @@ def test_a_site_file_shipped_in_the_zip_is_read_and_a_uri_refused(tmp_path):
                           str(shipped), str(tmp_path / "nope.toml")], capture_output=True, text=True,
                          cwd=tmp_path, env=env)
     assert "site configuration file not found" in out.stderr   # a path beside the zip, not in it
+
+
+@pytest.mark.parametrize("key,value", [
+    ("generate.tie_break", "random"), ("schedule.kind", "adaptve"), ("parser.backend", "html5lib"),
+    ("spark.log_level", "LOUD"), ("export.format", "csv"), ("scoring.engine", "gpu"),
+])
+def test_a_name_not_among_its_keys_choices_is_refused_at_load(key, value):
+    # each used to pass the load and fail mid-round: schedule.kind in updatedb after the fetch
+    with pytest.raises(ConfError, match=f"--conf: {key.replace('.', '[.]')} must be one of .*got '{value}'"):
+        load_conf(overrides={key: value})
+
+
+@pytest.mark.parametrize("key,value,error", [
+    ("generate.interleave", '["score", "pagernak"]', "generate.interleave: unknown scorer 'pagernak'"),
+    ("scoring.combine", '{"pagernak": 1.0}', "scoring.combine: unknown scorer 'pagernak'"),
+    ("scoring.scorer", "pagrank", "scoring.scorer: unknown scorer 'pagrank'"),
+    ("generate.interleave", "[]", "generate.policy = interleave needs generate.interleave"),
+    ("focus.amh_a", "0.5", r"focus.amh_a/b/c = 0.5, 0.4, 0.3 \(--conf, default, default\).*summing to 1"),
+    ("scoring.personalization", "seed", "scoring.personalization must be empty, seeds or hosts"),
+    ("fetcher.proxy", "localhost:3128", "fetcher.proxy must be an http:// or https:// URL"),
+    ("urls.schemes", "[]", "urls.schemes must not be empty"),
+    ("db.max_outlinks_per_page", "0", "db.max_outlinks_per_page must be >= 1"),
+])
+def test_values_that_fail_only_in_a_stage_are_refused_at_load(key, value, error):
+    with pytest.raises(ConfError, match=error):
+        load_conf(overrides={key: value})
+    # the checks of values together see every layer: a later one may mend an earlier one
+    assert load_conf(overrides={"focus.amh_a": "0.2", "focus.amh_b": "0.5"})["focus.amh_c"] == 0.3
+
+
+def test_zero_means_no_limit_where_the_description_says_so():
+    conf = load_conf(overrides={"fetcher.queue_capacity": "0", "scoring.checkpoint_every": "0"})
+    assert (conf["fetcher.queue_capacity"], conf["scoring.checkpoint_every"]) == (0, 0)
+
+
+def test_a_site_file_keeps_its_toml_types_and_spark_extra_takes_strings(tmp_path):
+    site = tmp_path / "text.toml"
+    site.write_text('[fetcher]\nthreads = "4"\n')
+    with pytest.raises(ConfError, match=r"text.toml: fetcher.threads must be int, got '4'"):
+        load_conf(site=site)       # it used to be read as 4; "no" for a bool as false
+    assert load_conf(overrides={"fetcher.threads": "4"})["fetcher.threads"] == 4   # --conf is text
+    with pytest.raises(ConfError, match=r"spark.extra must be dict\[str,str\]"):
+        load_conf(overrides={"spark.extra": '{"spark.executor.memory": null}'})
+
+
+def test_errors_name_the_file_or_option_each_value_came_from(tmp_path):
+    site = tmp_path / "order.toml"
+    site.write_text("[schedule]\nmin_interval = 7200\n")
+    with pytest.raises(ConfError, match=r"schedule.min_interval \(7200, .*order.toml\) must not be above "
+                                        r"schedule.default_interval \(3600, --conf\)"):
+        load_conf(site=site, overrides={"schedule.default_interval": "3600"})
+    with pytest.raises(ConfError, match="^--topN: crawl.topN must be >= 0, got -5"):
+        load_conf(overrides={"crawl.topN": "5"}, flags={"--topN": {"crawl.topN": -5}})
+    with pytest.raises(ConfError, match=r"'spark.executor.memory' \(a Spark setting: give it as spark.extra"):
+        load_conf(overrides={"spark.executor.memory": "4g"})
+
+
+def test_a_value_restated_at_its_default_still_counts_as_set(tmp_path):
+    from crawlkit.cli import loop_rounds
+    from crawlkit.spark import explicit_settings, session_settings
+
+    site = tmp_path / "restate.toml"
+    site.write_text("[spark]\nui = false\nshuffle_partitions = 8\n")
+    assert explicit_settings(load_conf(site=site)) == {"spark.ui.enabled", "spark.sql.shuffle.partitions"}
+    assert explicit_settings(load_conf()) == set()
+    # crawl --every: crawl.rounds bounds the loop only where the operator set it
+    assert loop_rounds(load_conf()) is None
+    assert loop_rounds(load_conf(overrides={"crawl.rounds": "2"})) == 2
+    assert loop_rounds(load_conf(flags={"--rounds": {"crawl.rounds": 3}})) == 3
+    with pytest.raises(ConfError, match="spark.extra sets spark.sql.session.timeZone, which crawlkit sets"):
+        session_settings(load_conf(overrides={"spark.extra": '{"spark.sql.session.timeZone": "CET"}'}))
+
+
+@pytest.mark.parametrize("argv,error", [
+    (["crawl", "--rounds", "2", "--until", "2030-01-01T00:00:00"], "--until needs --every"),
+    (["crawl", "--every", "1h", "--now", "2030-01-01T00:00:00"], "--now and --every"),
+])
+def test_crawl_options_that_would_be_ignored_are_refused(argv, error, capsys):
+    from crawlkit import cli
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2 and error in capsys.readouterr().err
+
+
+def test_python_dash_m_crawlkit_is_the_command_line():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "crawlkit", "--help"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("usage: crawlkit")
