@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from crawlkit.conf import ConfError, load_conf, parse_assignments
 from crawlkit.lock import LockedError
 from crawlkit.resume import SegmentStateError
+from crawlkit.storage import NewerTableError
 
 STAGES = {
     "inject": "add seed URLs to the crawldb",
@@ -357,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     except LockedError as exc:
         print(f"crawlkit: {exc}", file=sys.stderr)
         return 3
-    except SegmentStateError as exc:
+    except (SegmentStateError, NewerTableError) as exc:
         print(f"crawlkit: {exc}", file=sys.stderr)
         return 4
     print(json.dumps(counters, default=str, sort_keys=True))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Callable, Iterator
@@ -91,7 +92,9 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     it was written (``_add_nullable_columns``: a metadata-only commit, old rows read null),
     the columns Delta keeps statistics for (``schemas.data_skipping_columns``), then
     derived columns declared after it was written (``add_derived_columns``), and its
-    ``SCHEMA_PROPERTY`` set to the declaration it now follows."""
+    ``SCHEMA_PROPERTY`` set to the declaration it now follows. A table that follows a *later*
+    declaration than this crawlkit's (written by a newer version) is refused: this version's
+    writes would drop the columns it does not know."""
     if not is_delta(spark, path):
         builder = (DeltaTable.createIfNotExists(spark)
                    .location(qualified(spark, path))
@@ -105,6 +108,7 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     delta = DeltaTable.forPath(spark, path)
     present = delta.toDF().columns
     have = delta.detail().first()["properties"]
+    _check_not_newer(table, path, have.get(SCHEMA_PROPERTY))
     layout = {k: v for k, v in _layout(table, present).items() if have.get(k) != v}
     schema = _schema_property(table)
     declared = {} if have.get(SCHEMA_PROPERTY) == schema else {SCHEMA_PROPERTY: schema}
@@ -121,6 +125,20 @@ def ensure_table(spark: SparkSession, path: str, table: str, *, deletion_vectors
     if layout or declared or missing or added:
         delta = DeltaTable.forPath(spark, path)
     return delta
+
+
+class NewerTableError(RuntimeError):
+    """A table written by a newer crawlkit (it follows a later declaration than this one's)."""
+
+
+def _check_not_newer(table: str, path: str, recorded: str | None) -> None:
+    match = re.fullmatch(rf"{re.escape(table)}:v(\d+)", recorded or "")
+    ours = schemas.version(table)
+    if match and int(match[1]) > ours:
+        raise NewerTableError(
+            f"{table} at {path} was written by a newer crawlkit (its declaration v{match[1]}, this "
+            f"version knows v{ours}): its stages would drop the columns they do not know. Run the "
+            "newer crawlkit, or RESTORE the table to a version this one wrote (Delta time travel)")
 
 
 def _add_nullable_columns(spark: SparkSession, path: str, table: str, present: list[str]) -> bool:

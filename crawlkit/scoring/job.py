@@ -98,6 +98,8 @@ def score_together(spark: SparkSession, crawl_dir: str, conf: Conf, now: datetim
         if impl not in due:
             log.info("%s already applied: nothing to do", tags[impl.name])
     if due:
+        if storage.is_delta(spark, db_path):   # brought up to its declaration, as the stages do
+            storage.ensure_table(spark, db_path, "crawldb")
         crawldb = storage.read_table(spark, db_path, "crawldb")
         links = linkdb.read_current(spark, crawl_dir)
         processed = processed_pages(spark, crawl_dir, segment) if segment else None

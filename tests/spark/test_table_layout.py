@@ -107,3 +107,19 @@ def test_delta_keeps_statistics_for_the_declared_columns_only(spark, tmp_path):
     storage.ensure_table(spark, older, "crawldb")
     props = DeltaTable.forPath(spark, older).detail().first().properties
     assert props["delta.dataSkippingStatsColumns"] == "url,status,fetch_time,score,generated_segment"
+
+
+def test_a_table_written_by_a_newer_crawlkit_is_refused_before_anything_is_written(spark, tmp_path):
+    """Rolling crawlkit back over a crawldb a newer version wrote would drop the newer
+    version's columns from every row a stage rewrites; the stage refuses instead."""
+    import pytest
+
+    path = str(tmp_path / "crawldb")
+    storage.ensure_table(spark, path, "crawldb")
+    newer = f"crawldb:v{schemas.version('crawldb') + 1}"
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{storage.SCHEMA_PROPERTY}' = '{newer}')")
+    before = DeltaTable.forPath(spark, path).history(1).first().version
+    with pytest.raises(storage.NewerTableError, match=f"written by a newer crawlkit .*v{schemas.version('crawldb')}"):
+        storage.ensure_table(spark, path, "crawldb")
+    assert DeltaTable.forPath(spark, path).history(1).first().version == before
+    assert DeltaTable.forPath(spark, path).detail().first().properties[storage.SCHEMA_PROPERTY] == newer
