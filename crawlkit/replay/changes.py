@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 import os
+import sys
 from dataclasses import dataclass
 
 from .hashing import unit
@@ -125,8 +126,17 @@ class Clock:
                 stamp = None
             if stamp is not None and stamp != self._seen:
                 self._seen = stamp
-                with open(self._path) as f:
-                    text = f.read().strip()
-                if text:
-                    self.set(float(text))
+                self._read_file()
         return self._now
+
+    def _read_file(self) -> None:
+        """Adopt the file's value; a bad one is logged and the last good value kept, because
+        every request asks for the time and none should fail for a typo in the clock file."""
+        try:
+            with open(self._path) as f:
+                text = f.read().strip()
+            if text:
+                self.set(float(text))
+        except (OSError, ValueError) as error:
+            print(f"replay: clock file {self._path}: {error}; the clock stays at {self._now:g}",
+                  file=sys.stderr, flush=True)

@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"page change classes SHARE:INTERVAL,... (default {DEFAULT_CHANGES}; 1:never: no change)")
     parser.add_argument("--seed", type=int, default=0, help="seed for page text, change times and fault rates")
     parser.add_argument("--ready-file", metavar="FILE", help="write the bound port to FILE once listening")
+    parser.add_argument("--stop-on-eof", action="store_true",
+                        help="stop when stdin reaches EOF (ReplayServer: the server dies with its parent)")
     parser.add_argument("--write-links", metavar="FILE", help="write the generated web's links.tsv[.gz] and exit")
     parser.add_argument("--write-labels", metavar="FILE", help="write the generated web's url/topical labels and exit")
     return parser
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"crawlkit replay: {error}", file=sys.stderr)
         return 2
     server = ReplayHTTPServer(web, args.site, AccessLog(args.access_log) if args.access_log else None)
-    asyncio.run(server.serve(args.host, args.port, args.ready_file))
+    asyncio.run(server.serve(args.host, args.port, args.ready_file, args.stop_on_eof))
     return 0
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 import re
 import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from inspect import signature
 from urllib.parse import urlencode
@@ -41,10 +43,18 @@ class FaultKind:
     name: str
     apply: Callable[..., Response]
     positional: str | None  # parameter filled by ARG in /__trap/KIND/ARG
+    parameters: dict[str, str] = field(default_factory=dict)  # name -> annotation, e.g. "int | None"
 
     def check(self, params: dict) -> None:
-        """Raise TypeError for parameters this kind does not take."""
-        signature(self.apply).bind(None, **params)
+        """Raise TypeError for parameters this kind does not take and ValueError for bad values,
+        so that a faults file fails at start-up instead of answering 400 to every request it hits."""
+        unknown = sorted(set(params) - set(self.parameters))
+        if unknown:
+            raise TypeError(f"{self.name!r} takes no parameter {', '.join(map(repr, unknown))}")
+        for name, value in params.items():
+            why = _value_problem(name, self.parameters[name], value)
+            if why:
+                raise ValueError(f"{name}={value!r}: {why}")
 
 
 KINDS: dict[str, FaultKind] = {}
@@ -52,9 +62,65 @@ KINDS: dict[str, FaultKind] = {}
 
 def _kind(name: str, positional: str | None = None):
     def register(fn):
-        KINDS[name] = FaultKind(name, fn, positional)
+        parameters = {p.name: str(p.annotation) for p in list(signature(fn).parameters.values())[1:]}
+        KINDS[name] = FaultKind(name, fn, positional, parameters)
         return fn
     return register
+
+
+# -- parameter values ----------------------------------------------------------------------
+
+_CHOICES = {"coding": ("gzip", "deflate", "raw-deflate", "broken"), "mode": ("missing", "wrong", "invalid")}
+_LEAST = {"hops": 1, "seconds": 0, "bytes": 1, "every": 0, "after": 0, "megabytes": 0, "size": 0, "count": 0,
+          "at": 0, "retry_after": 0}
+
+
+def _value_problem(name: str, annotation: str, value) -> str | None:
+    """Why ``value`` cannot be parameter ``name`` (annotated ``annotation``), or None."""
+    if value is None:
+        return None if "None" in annotation else "must be given"
+    if name == "retry_after" and isinstance(value, str):
+        return None if value.isdigit() or _is_http_date(value) else "must be seconds or an HTTP date"
+    types = annotation.split(" | ")
+    if "bool" in types:
+        return None if value in (True, False) else "must be true or false (or 1/0)"
+    if "int" not in types and "float" not in types:
+        return f"must be one of {', '.join(_CHOICES[name])}" if name in _CHOICES and value not in _CHOICES[name] else None
+    number = _as_number(value, "int" in types)
+    if number is None:
+        return "must be an integer" if "int" in types else "must be a finite number"
+    if name == "status" and not 100 <= number <= 599:
+        return "must be an HTTP status code (100-599)"
+    if name in _LEAST and number < _LEAST[name]:
+        return f"must be >= {_LEAST[name]}"
+    return None
+
+
+def _as_number(value, integer: bool) -> float | None:
+    """``value`` as a finite number (integral if ``integer``), or None; bools and text like
+    "1.5" for an integer are not numbers here."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(int(value) if integer and isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number) or (integer and not number.is_integer()):
+        return None
+    return number
+
+
+def _is_http_date(text: str) -> bool:
+    try:
+        return parsedate_to_datetime(text) is not None
+    except (TypeError, ValueError):
+        return False
+
+
+def _retry_after(value) -> str:
+    """A Retry-After value: whole seconds (rounded up: a client must not come back early), or
+    an HTTP date as given."""
+    return value if isinstance(value, str) else str(math.ceil(float(value)))
 
 
 def _page(title: str, paragraphs: list[str] = (), links: list[tuple[str, str]] = ()) -> bytes:
@@ -68,10 +134,10 @@ def _origin(request: Request) -> str:
 # -- status codes and redirects -------------------------------------------------------------
 
 @_kind("status", "status")
-def status_fault(ctx: FaultContext, status: int = 503, retry_after: float | None = None) -> Response:
+def status_fault(ctx: FaultContext, status: int = 503, retry_after: float | str | None = None) -> Response:
     response = html_response(_page(f"{status} error"), int(status))
     if retry_after is not None:
-        response.headers.append(("Retry-After", f"{retry_after:g}"))
+        response.headers.append(("Retry-After", _retry_after(retry_after)))
     return response
 
 
@@ -79,7 +145,8 @@ def status_fault(ctx: FaultContext, status: int = 503, retry_after: float | None
 def redirect(ctx: FaultContext, hops: int = 1, status: int = 301, to: str | None = None, relative: bool = False) -> Response:
     """A chain of ``hops`` redirects through /__trap/redirect/N, ending at ``to``."""
     request = ctx.request
-    target = to or f"{_origin(request)}{TRAP_PREFIX}page/redirect-target"
+    target = str(to) if to else f"{_origin(request)}{TRAP_PREFIX}page/redirect-target"
+    _check_url(target)
     if hops <= 1:
         location = target
         if relative and target.startswith(_origin(request) + "/"):
@@ -95,12 +162,19 @@ def redirect(ctx: FaultContext, hops: int = 1, status: int = 301, to: str | None
     return Response(int(status), [("Location", location), ("Content-Type", HTML)], _page("Moved"))
 
 
+def _check_url(url: str) -> None:
+    """Refuse a Location target with control characters: ``?to=%0D%0A...`` would inject headers."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValueError(f"control character in URL {url!r}")
+
+
 @_kind("loop", "hops")
 def loop(ctx: FaultContext, hops: int = 2, status: int = 302, at: int = 0, back: str | None = None) -> Response:
     """Redirects that cycle through ``hops`` URLs (through the faulty URL itself, if there is one)."""
     request = ctx.request
     if not request.path.startswith(f"{TRAP_PREFIX}loop/") and back is None:
         back, at = request.url, 0
+    _check_url(str(back or ""))
 
     def step(n: int) -> str:
         query = urlencode({"at": n, **({"back": back} if back else {})})

@@ -20,6 +20,7 @@ Shape of the graph, and why:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -54,20 +55,19 @@ class GenSpec:
 
     @classmethod
     def parse(cls, spec: str) -> GenSpec:
+        """The options of ``spec``, each converted and range-checked, so that a typo fails here
+        with its option named rather than deep in numpy or as a web of 404s."""
         body = spec.removeprefix("gen:")
         first, *options = body.split(",")
-        values: dict[str, object] = {"pages": int(first)}
         types = {f.name: f.type for f in fields(cls)}
+        values: dict[str, object] = {"pages": _option(spec, "pages", first.strip(), "int")}
         for option in options:
             key, sep, value = option.partition("=")
             key = key.strip()
             if not sep or key not in types or key == "pages":
-                raise ValueError(f"{spec!r}: unknown option {option!r}; options: {', '.join(list(types)[1:])}")
-            values[key] = {"int": int, "float": float}.get(types[key], str)(value.strip())
-        gen = cls(**values)
-        if not 1 <= gen.pages <= 10_000_000:
-            raise ValueError(f"{spec!r}: pages must be between 1 and 10^7")
-        return gen
+                raise ValueError(f"{spec}: unknown option {option!r}; options: {', '.join(list(types)[1:])}")
+            values[key] = _option(spec, key, value.strip(), types[key])
+        return cls(**values)
 
     @property
     def outdegree_range(self) -> tuple[int, int]:
@@ -241,6 +241,46 @@ class GeneratedWeb:
             rules.append({"regex": pattern, "rate": rate, "offset": offset, **fault})
             offset += rate
         return rules
+
+
+_SHARES = frozenset({"local", "topic_share", "locality", "robots", "faults"})
+_HOST_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_DOMAIN = re.compile(rf"{_HOST_LABEL}(?:\.{_HOST_LABEL})*")
+_OUTDEGREE = re.compile(r"(\d+)(?:-(\d+))?")
+
+
+def _option(spec: str, key: str, text: str, kind: str) -> object:
+    """The value of option ``key=text``, or a ValueError saying which option is wrong and why."""
+    if key == "domain":
+        text = text.lower()  # host names are case-insensitive, and lookup keys are lowercase
+    try:
+        value = {"int": int, "float": float}.get(kind, str)(text)
+    except ValueError:
+        why = "not an integer" if kind == "int" else "not a number"
+    else:
+        why = _problem(key, value)
+    if why:
+        raise ValueError(f"{spec}: option {key}={text}: {why}")
+    return value
+
+
+def _problem(key: str, value) -> str | None:
+    """Why ``value`` is out of range for option ``key``, or None."""
+    if key == "pages" and not 1 <= value <= 10_000_000:
+        return "must be between 1 and 10^7"
+    if key in ("seed", "hosts") and value < 0:
+        return "must be >= 0"
+    if key in _SHARES and not 0.0 <= value <= 1.0:
+        return "must be a share between 0 and 1"
+    if key in ("alpha", "crawl_delay") and not (math.isfinite(value) and value >= 0):
+        return "must be a finite number >= 0"
+    if key == "domain" and not (len(value) <= 240 and _DOMAIN.fullmatch(value)):
+        return "must be a host name (letters, digits, '-' and '.')"
+    if key == "outdegree":
+        match = _OUTDEGREE.fullmatch(value)
+        if not match or int(match[1]) > int(match[2] or match[1]):
+            return "must be N or LO-HI with 0 <= LO <= HI"
+    return None
 
 
 def _zipf_ranks(rng: np.random.Generator, size: int, count: int, alpha: float) -> np.ndarray:

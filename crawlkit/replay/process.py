@@ -4,6 +4,10 @@ A subprocess, not a thread, so the server gets its own interpreter (and GIL): a
 crawler under test runs at full speed, and the server can be killed like any
 real site. The server binds a free port itself and reports it through a ready
 file, so there is no race between choosing a port and binding it.
+
+The server must not outlive its owner: it reads a pipe from this process and stops
+at EOF, which the kernel delivers whenever this process ends (even by SIGKILL),
+and an object collected without ``stop()`` stops its server.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlencode
@@ -52,6 +57,7 @@ class ReplayServer:
         self.server_log_path = self.workdir / "server.log"
         self.port: int | None = None
         self._process: subprocess.Popen | None = None
+        self._finalizer: weakref.finalize | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -59,7 +65,7 @@ class ReplayServer:
         ready = self.workdir / "ready"
         args = [sys.executable, "-m", "crawlkit.replay", *self.sources, "--port", "0", "--ready-file", str(ready),
                 "--access-log", str(self.access_log_path), "--seed", str(self.seed),
-                "--clock-start", repr(float(self.initial_clock))]
+                "--clock-start", repr(float(self.initial_clock)), "--stop-on-eof"]
         for flag, value, name in (("--faults", self.faults, "faults.json"), ("--robots", self.robots, "robots.json")):
             if value is not None:
                 args += [flag, str(self._as_file(value, name))]
@@ -79,12 +85,14 @@ class ReplayServer:
     def start(self) -> ReplayServer:
         ready = self.workdir / "ready"
         ready.unlink(missing_ok=True)
+        self.access_log_path.unlink(missing_ok=True)  # access_log() is this run's, even in a reused workdir
         env = dict(os.environ)
         package_root = str(Path(crawlkit.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with open(self.server_log_path, "ab") as log:
-            self._process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
+            self._process = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=log,
                                              stderr=subprocess.STDOUT, env=env)
+        self._finalizer = weakref.finalize(self, _terminate, self._process)
         deadline = time.monotonic() + self.ready_timeout
         while not ready.exists():
             if self._process.poll() is not None or time.monotonic() > deadline:
@@ -97,13 +105,10 @@ class ReplayServer:
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (the server flushes its log and exits), then SIGKILL if it lingers; always reaped."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if process is not None:
+            _terminate(process, timeout)
 
     @property
     def pid(self) -> int | None:
@@ -162,3 +167,16 @@ class ReplayServer:
         if not self.access_log_path.exists():
             return []
         return read_access_log(self.access_log_path)
+
+
+def _terminate(process: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Stop and reap ``process``; a module function so that a finalizer need not hold the server object."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdin is not None:
+        process.stdin.close()

@@ -45,8 +45,11 @@ class RobotsConfig:
         return cls(json.loads(text) if str(path).endswith(".json") else tomllib.loads(text))
 
     def merged_under(self, defaults: dict[str, str | dict]) -> RobotsConfig:
-        """This config with ``defaults`` (e.g. from a generated web) for hosts it does not name."""
-        return RobotsConfig({**defaults, **self.entries})
+        """This config with ``defaults`` (e.g. from a generated web) for hosts it does not name,
+        by name or by glob: an exact default would otherwise win over the glob that meant it."""
+        kept = {host: entry for host, entry in defaults.items()
+                if not any(fnmatch.fnmatchcase(host.lower(), g) for g in self._globs)}
+        return RobotsConfig({**kept, **self.entries})
 
     def respond(self, host: str) -> Response | None:
         """The configured robots.txt answer for ``host``, not counting the ``*`` default."""

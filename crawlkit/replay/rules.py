@@ -53,7 +53,7 @@ class FaultRule:
         params = {k: v for k, v in table.items() if k not in _RULE_KEYS}
         try:
             kind.check(params)
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise ValueError(f"fault rule {table}: {error}") from None
         per = table.get("per", "url")
         if per not in ("url", "request"):
@@ -88,7 +88,7 @@ class FaultRules:
         return data
 
     def pick(self, url: str) -> tuple[FaultKind, dict] | None:
-        """The fault for this request of ``url`` and its parameters, or None."""
+        """The fault for this request of ``url`` (a lookup key, see ``url_key``) and its parameters, or None."""
         for index, rule in enumerate(self.rules):
             match = rule.pattern.search(url) if rule.uses_regex else rule.pattern.match(url)
             if match is None:

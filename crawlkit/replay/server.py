@@ -50,13 +50,17 @@ class ReplayHTTPServer:
         self._stopping = asyncio.Event()
         self._handlers: set[asyncio.Task] = set()
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 0, ready_file: str | None = None) -> None:
-        """Serve until SIGTERM, SIGINT or ``POST http://replay.control/shutdown``."""
+    async def serve(self, host: str = "127.0.0.1", port: int = 0, ready_file: str | None = None,
+                    stop_on_eof: bool = False) -> None:
+        """Serve until SIGTERM, SIGINT, ``POST http://replay.control/shutdown`` or, with
+        ``stop_on_eof``, the end of stdin (the parent holding its pipe has died)."""
         server = await asyncio.start_server(self._handle, host, port, limit=_HEAD_LIMIT, backlog=1024)
         bound = server.sockets[0].getsockname()[1]
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stopping.set)
+        if stop_on_eof:
+            self._watch_stdin(loop)
         flusher = asyncio.create_task(self._flush_regularly())
         if ready_file:
             temporary = f"{ready_file}.tmp"
@@ -73,6 +77,18 @@ class ReplayHTTPServer:
             await asyncio.gather(*self._handlers, flusher, return_exceptions=True)
             if self.access_log:
                 self.access_log.close()
+
+    def _watch_stdin(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Stop when stdin reaches EOF: the kernel closes a dead parent's end of the pipe,
+        even after SIGKILL, so a server is never left running without its owner."""
+        fd = sys.stdin.fileno()
+
+        def readable() -> None:
+            if not os.read(fd, 4096):
+                loop.remove_reader(fd)
+                self._stopping.set()
+
+        loop.add_reader(fd, readable)
 
     async def _flush_regularly(self) -> None:
         while True:
@@ -183,7 +199,7 @@ class ReplayHTTPServer:
         status = response.status
         has_body = status not in (204, 304) and status >= 200
         lines = [f"HTTP/1.1 {status} {response.reason_phrase}"]
-        lines += [f"{name}: {value}" for name, value in response.headers]
+        lines += [f"{name}: {_header_value(value)}" for name, value in response.headers]
         if response.header("date") is None:
             lines.append(f"Date: {self._date()}")
         if has_body:
@@ -264,6 +280,15 @@ class ReplayHTTPServer:
         except (KeyError, ValueError) as error:
             return text_response(f"bad control request: {error!r}\n", 400)
         return text_response("no such control endpoint\n", 404)
+
+
+_CONTROL_ESCAPES = {c: f"%{c:02X}" for c in (*range(0x20), 0x7F) if c != 0x09}
+
+
+def _header_value(value: str) -> str:
+    """``value`` with control characters percent-encoded: a CR/LF from a URL parameter or a
+    config file must not end the header and start one of its own (header injection)."""
+    return value if value.isprintable() else value.translate(_CONTROL_ESCAPES)
 
 
 def _json(data: dict) -> Response:

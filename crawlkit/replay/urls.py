@@ -1,8 +1,11 @@
-"""The few URL operations the replay web needs, kept trivial on purpose.
+"""The few URL operations the replay web needs, kept nearly trivial on purpose.
 
 Pages are looked up by the URL the crawler asked for, so normalising more than
-the scheme/host case and the default port would hide crawler bugs the replay web
-is meant to expose (e.g. a crawler that fails to resolve ``../`` would still hit).
+what makes two spellings the same URL (RFC 3986 6.2.2: scheme/host case, default
+port, case of escapes, escaped unreserved characters) would hide crawler bugs the
+replay web is meant to expose (e.g. a crawler that fails to resolve ``../`` would
+still hit). A backslash, which no client can send, is keyed as the ``%5C`` clients
+send for it, and a stray ``%`` as ``%25``.
 """
 
 from __future__ import annotations
@@ -10,8 +13,15 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# Two hex digits (either case) -> the escape's normal form: the character if unreserved, else upper-case hex.
+_ESCAPES = {f"{hi}{lo}": chr(int(hi + lo, 16)) if chr(int(hi + lo, 16)) in _UNRESERVED else f"%{hi}{lo}".upper()
+            for hi in "0123456789abcdefABCDEF" for lo in "0123456789abcdefABCDEF"}
+
+
 def url_key(url: str) -> str:
-    """Lookup key of ``url``: lowercase scheme and host, no ``:80``, no fragment, ``/`` for an empty path."""
+    """Lookup key of ``url``: lowercase scheme and host, no ``:80``, no fragment, ``/`` for an
+    empty path, percent-escapes normalised (see :func:`normalize_escapes`)."""
     url = url.partition("#")[0]
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -24,10 +34,25 @@ def url_key(url: str) -> str:
     host = rest[:cut].lower()
     if host.endswith(":80") and scheme.lower() == "http":
         host = host[:-3]
-    tail = rest[cut:]
+    tail = normalize_escapes(rest[cut:])
     if not tail.startswith("/"):
         tail = "/" + tail
     return f"{scheme.lower()}://{host}{tail}"
+
+
+def normalize_escapes(text: str) -> str:
+    """RFC 3986 6.2.2: upper-case hex in escapes, escaped unreserved characters decoded; a
+    backslash as ``%5C`` and a ``%`` that starts no escape as ``%25``, as clients send them."""
+    if "\\" in text:
+        text = text.replace("\\", "%5C")
+    if "%" not in text:
+        return text
+    first, *pieces = text.split("%")
+    out = [first]
+    for piece in pieces:
+        escape = _ESCAPES.get(piece[:2])
+        out.append("%25" + piece if escape is None else escape + piece[2:])
+    return "".join(out)
 
 
 def split_url(url: str) -> tuple[str, str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from .messages import Request, Response
+from .messages import Request, Response, html_response
 from .urls import key_variants, url_key
 
 _FRAMING = frozenset({"transfer-encoding", "content-length", "connection", "keep-alive", "proxy-connection"})
@@ -45,16 +45,25 @@ class WarcArchive:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def find(self, key: str) -> int | None:
-        """Offset of the record for ``key``: exact match, then the other scheme, then the trailing slash toggled."""
+    def find(self, key: str) -> int | str | None:
+        """Offset of the record for ``key`` (exact match, else the other scheme); for a URL that
+        differs from an archived one only by its trailing slash, the URL to redirect to."""
         offset = self.offsets.get(key)
-        if offset is None:
-            offset = next((self.offsets[k] for k in key_variants(key) if k in self.offsets), None)
-        return offset
+        if offset is not None:
+            return offset
+        found = next((k for k in key_variants(key) if k in self.offsets), None)
+        if found is None or found.endswith("/") == key.endswith("/"):
+            return None if found is None else self.offsets[found]
+        # The scheme asked for is kept: the replay web is plain HTTP, whatever was archived.
+        return f"{key.partition('://')[0]}://{found.partition('://')[2]}"
 
-    def respond(self, offset: int, request: Request, clock: float) -> Response:
-        """The archived answer; archives do not change over time, so ``request`` and ``clock`` are unused."""
-        status, reason, headers, body = self._read(offset)
+    def respond(self, handle: int | str, request: Request, clock: float) -> Response:
+        """The archived answer (archives do not change over time, so ``clock`` is unused), or a
+        301 to the archived form of a slash-toggled URL: served under the other URL, the page's
+        relative links would resolve against the wrong directory."""
+        if isinstance(handle, str):
+            return html_response(b"<html><body>Moved</body></html>", 301, [("Location", handle)])
+        status, reason, headers, body = self._read(handle)
         return Response(status, list(headers), body, reason=reason)
 
     def _read_record(self, offset: int) -> tuple[int, str, tuple[tuple[str, str], ...], bytes]:

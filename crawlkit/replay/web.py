@@ -37,7 +37,9 @@ class Web:
         self._counter = itertools.count()
 
     def respond(self, request: Request) -> Response:
-        picked = None if request.path.startswith(TRAP_PREFIX) else self.faults.pick(request.url)
+        # Rules see the lookup key, not the spelling asked for: `HTTP://H:80/x` is the page
+        # `http://h/x`, and a fault must not be dodged by spelling its URL differently.
+        picked = None if request.path.startswith(TRAP_PREFIX) else self.faults.pick(url_key(request.url))
         if picked is None:
             return self._page(request)
         kind, params = picked
@@ -55,6 +57,7 @@ class Web:
 
     def _apply(self, kind: FaultKind, params: dict, request: Request, base) -> Response:
         try:
+            kind.check(params)  # rules were checked at load; trap URLs bring their own values
             response = kind.apply(FaultContext(request, base, self._counter), **params)
         except (TypeError, ValueError) as error:
             return text_response(f"bad fault parameters for {kind.name!r}: {error}\n", 400)

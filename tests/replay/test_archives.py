@@ -10,6 +10,7 @@ import requests
 
 from crawlkit.replay import LinkGraph, ReplayServer
 from crawlkit.replay.graph import write_links
+from crawlkit.replay.urls import url_key
 from crawlkit.replay.warc import dechunk, parse_http_response
 
 from .conftest import hrefs, raw_get, write_warc
@@ -35,6 +36,8 @@ LINKS = [
     ("http://g.test/a.html", "http://g.test/"),
     ("http://g.test/b.html", "http://g.test/a.html"),
     ("http://g.test/a.html", "http://g.test/c.html"),
+    ("http://g.test/odd.html", "http://g.test/dir\\page.htm"),  # a raw backslash, as in Hollins
+    ("http://g.test/odd.html", "http://g.test/%7euser/a%2fb"),
 ]
 
 
@@ -46,6 +49,7 @@ def archive_server(tmp_path_factory):
         ("http://arch.test/short", SHORT_LENGTH), ("http://arch.test/gzipped", GZIPPED),
         ("http://arch.test/missing", MISSING), ("http://arch.test/old", MOVED),
         ("https://arch.test/secure/", BINARY), ("http://arch.test/plain.html", MISSING),
+        ("http://arch.test/dir/", PLAIN),
     ])
     with gzip.open(folder / "links.tsv.gz", "wt") as f:
         f.write("# a comment line\n" + "".join(f"{a}\t{b}\n" for a, b in LINKS))
@@ -100,12 +104,32 @@ def test_scheme_and_trailing_slash_variants_match(archive_server):
         assert response.status_code == 200 and response.content == bytes(range(256)), url
 
 
+@pytest.mark.parametrize("url, location", [
+    ("http://arch.test/dir", "http://arch.test/dir/"), ("http://arch.test/plain.html/", "http://arch.test/plain.html"),
+    ("http://arch.test/secure", "http://arch.test/secure/")])
+def test_trailing_slash_toggled_url_is_redirected_to_the_archived_one(archive_server, url, location):
+    status, _, headers, _ = raw_get(archive_server.port, url)
+    assert (status, dict(headers).get("Location")) == (301, location)
+
+
 def test_graph_page_links_are_exactly_its_out_links(archive_server):
     response = requests.get("http://g.test/", proxies=archive_server.proxies)
     assert response.status_code == 200 and response.headers["Content-Type"] == "text/html; charset=utf-8"
     assert hrefs(response.text) == [b for a, b in LINKS if a == "http://g.test/"]
     for page in ("http://g.test/a.html", "http://g.test/b.html"):
         assert hrefs(requests.get(page, proxies=archive_server.proxies).text) == [b for a, b in LINKS if a == page]
+
+
+@pytest.mark.parametrize("url, status", [
+    ("http://g.test/dir%5Cpage.htm", 200), ("http://g.test/dir%5cpage.htm", 200), ("http://g.test/dir/page.htm", 404),
+    ("http://g.test/~user/a%2Fb", 200), ("http://g.test/%7Euser/a%2fb", 200), ("http://g.test/~user/a/b", 404)])
+def test_percent_escapes_are_compared_normalised(archive_server, url, status):
+    assert raw_get(archive_server.port, url)[0] == status
+
+
+def test_url_key_normalises_escapes():
+    assert url_key("HTTP://H:80/a%2fb%7E%41?q=%e9&r=100%") == "http://h/a%2Fb~A?q=%E9&r=100%25"
+    assert url_key("http://h/dir\\page.htm") == url_key("http://h/dir%5cpage.htm") == "http://h/dir%5Cpage.htm"
 
 
 def test_graph_pages_without_out_links_exist_and_others_are_404(archive_server):

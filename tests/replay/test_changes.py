@@ -68,6 +68,17 @@ def test_clock_file(tmp_path):
         clock.set(-1)
 
 
+def test_bad_clock_file_keeps_the_last_good_value(tmp_path, capsys):
+    path = tmp_path / "clock"
+    clock = Clock(0.0, str(path))
+    for value, expected in (("100", 100.0), ("1e3x", 100.0), ("-5", 100.0), ("nan", 100.0), ("200", 200.0)):
+        (tmp_path / "clock.tmp").write_text(value)
+        os.replace(tmp_path / "clock.tmp", path)
+        assert clock.now() == expected, value
+    log = capsys.readouterr().err
+    assert "'1e3x'" in log and "-5" in log and "nan" in log and "stays at 100" in log
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from crawlkit.replay import ReplayServer

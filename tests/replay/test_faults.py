@@ -212,6 +212,14 @@ def test_session_ids_are_fresh_every_time(server):
 def test_unknown_trap_and_bad_parameters(server):
     assert get(server, "http://any.test/__trap/nonsense").status_code == 404
     assert get(server, "http://any.test/__trap/delay?colour=red").status_code == 400
+    assert get(server, "http://any.test/__trap/delay/-1").status_code == 400
+
+
+def test_redirect_target_with_control_characters_is_refused(server):
+    data = raw_exchange(server.port, b"GET http://x.test/__trap/redirect/1?to=http://y.test/%0D%0ASet-Cookie:%20a=b"
+                                     b" HTTP/1.1\r\nHost: x.test\r\nConnection: close\r\n\r\n")
+    status, _, headers, _ = split_response(data)
+    assert status == 400 and "Set-Cookie" not in dict(headers) and "Location" not in dict(headers)
 
 
 def test_faults_file_redirect_template(server):
@@ -281,3 +289,30 @@ def test_faults_files_and_validation(tmp_path):
 def test_every_kind_is_documented():
     docs = (Path(__file__).parents[2] / "docs" / "replay.md").read_text()
     assert all(f"`{name}`" in docs for name in KINDS)
+
+
+@pytest.mark.parametrize("spelling", ["http://s0.gen.test:80/", "HTTP://S0.GEN.TEST/", "http://s0.gen.test"])
+def test_rules_match_the_lookup_key_not_the_spelling(spelling):
+    web = make_web([{"glob": "http://s0.gen.test/", "kind": "status", "status": 503},
+                    {"glob": "http://r.test/*", "rate": 0.5, "kind": "status", "status": 500}])
+    assert web.respond(request(spelling)).status == 503
+    coins = [web.respond(request(f"http://r.test/{i}")).status for i in range(50)]
+    assert [web.respond(request(f"http://R.TEST:80/{i}")).status for i in range(50)] == coins
+
+
+@pytest.mark.parametrize("params", [
+    {"kind": "status", "status": "abc"}, {"kind": "status", "status": 1000}, {"kind": "status", "retry_after": "soon"},
+    {"kind": "status", "retry_after": -1}, {"kind": "delay", "seconds": -1}, {"kind": "delay", "seconds": "x"},
+    {"kind": "timeout", "seconds": float("nan")}, {"kind": "encoding", "coding": "zip"},
+    {"kind": "charset", "mode": "bogus"}, {"kind": "redirect", "hops": 0}, {"kind": "redirect", "relative": "yes"},
+    {"kind": "drip", "bytes": 0}, {"kind": "links", "count": 2.5}, {"kind": "bomb", "size": "1.5"}])
+def test_bad_fault_values_fail_at_load(params):
+    with pytest.raises(ValueError, match=f"^fault rule .*: {next(k for k in params if k != 'kind')}="):
+        FaultRules.from_tables([{"glob": "*", **params}])
+
+
+@pytest.mark.parametrize("given, sent", [(7, "7"), (1.5, "2"), (0.2, "1"),
+                                         ("Wed, 21 Oct 2025 07:28:00 GMT", "Wed, 21 Oct 2025 07:28:00 GMT")])
+def test_retry_after_is_whole_seconds_or_a_date(given, sent):
+    web = make_web([{"glob": "http://r.test/*", "kind": "status", "status": 503, "retry_after": given}])
+    assert web.respond(request("http://r.test/x")).header("Retry-After") == sent

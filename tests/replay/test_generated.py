@@ -156,6 +156,25 @@ def test_spec_errors():
     assert GenSpec.parse("gen:100,outdegree=3-4").outdegree_range == (3, 4)
 
 
+@pytest.mark.parametrize("option, why", [
+    ("pages=abc", "not an integer"), ("seed=x", "not an integer"), ("seed=-1", ">= 0"), ("hosts=-3", ">= 0"),
+    ("alpha=-2", ">= 0"), ("alpha=inf", ">= 0"), ("crawl_delay=-5", ">= 0"), ("local=7", "between 0 and 1"),
+    ("topic_share=1.5", "between 0 and 1"), ("topic_share=-0.5", "between 0 and 1"),
+    ("locality=nan", "between 0 and 1"), ("robots=2", "between 0 and 1"), ("faults=3", "between 0 and 1"),
+    ("outdegree=9-3", "LO-HI"), ("outdegree=-2", "LO-HI"), ("outdegree=a-b", "LO-HI"),
+    ("domain=", "host name"), ("domain=a/b", "host name"), ("domain=-x.test", "host name")])
+def test_spec_values_are_checked_and_the_option_named(option, why):
+    spec = f"gen:{option.removeprefix('pages=')}" if option.startswith("pages=") else f"gen:100,{option}"
+    with pytest.raises(ValueError) as error:
+        GenSpec.parse(spec)
+    assert str(error.value).startswith(f"{spec}: option {option}: ") and why in str(error.value)
+
+
+def test_domain_is_case_insensitive():
+    web = GeneratedWeb("gen:50,domain=Gen.Example")
+    assert web.url(0) == "http://s0.gen.example/" and web.find("http://s0.gen.example/") == 0
+
+
 def test_generated_fault_pages_are_served_with_faults():
     from crawlkit.replay.messages import Request
     from crawlkit.replay.urls import split_url

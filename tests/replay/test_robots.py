@@ -17,7 +17,7 @@ from crawlkit.replay.urls import split_url
 from crawlkit.replay.warc import WarcArchive
 from crawlkit.replay.web import Web
 
-from .conftest import write_warc
+from .conftest import raw_get, write_warc
 
 ROBOTS = {
     "rules.test": "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n",
@@ -27,6 +27,7 @@ ROBOTS = {
     "slow.test": {"timeout": 0.3},
     "moved.test": {"redirect": "http://rules.test/robots.txt"},
     "*.glob.test": {"text": "User-agent: *\nDisallow: /\n"},
+    "inject.test": {"redirect": "http://rules.test/robots.txt\r\nX-Injected: 1"},
 }
 
 
@@ -69,6 +70,12 @@ def test_redirect_to_another_robots_txt(server):
     assert "Crawl-delay: 2" in response.text
 
 
+def test_control_characters_in_header_values_are_escaped(server):
+    status, _, headers, _ = raw_get(server.port, "http://inject.test/robots.txt")
+    assert status == 301 and "X-Injected" not in dict(headers)
+    assert dict(headers)["Location"] == "http://rules.test/robots.txt%0D%0AX-Injected: 1"
+
+
 def test_glob_hosts(server):
     assert robots(server, "a.glob.test").text == "User-agent: *\nDisallow: /\n"
 
@@ -94,6 +101,17 @@ def test_archived_robots_txt_then_default_entry(tmp_path):
     assert get("http://arch.test/robots.txt").body.endswith(b"Disallow: /a\n")
     assert get("http://other.test/robots.txt").status == 503
     assert get("http://override.test/robots.txt").body == b"User-agent: *\n"
+
+
+def test_file_globs_override_generated_hosts(tmp_path):
+    from crawlkit.replay.web import load_web
+    (tmp_path / "robots.json").write_text('{"*.gen.test": "User-agent: *\\nDisallow: /\\n", "*": {"status": 503}}')
+    web = load_web(["gen:400,seed=1,robots=0.2"], robots=tmp_path / "robots.json")
+    generated = GeneratedWeb("gen:400,seed=1,robots=0.2").robots()
+    assert generated and "s0.gen.test" not in generated
+    for host in [*generated, "s0.gen.test"]:
+        url = f"http://{host}/robots.txt"
+        assert web.respond(Request("GET", url, *split_url(url), {}, "")).body == b"User-agent: *\nDisallow: /\n"
 
 
 def test_bad_entries_are_rejected(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import socket
 import subprocess
 import sys
@@ -95,6 +96,13 @@ def test_access_log_records_what_was_asked(replay_factory):
     assert all(r["client"].startswith("127.0.0.1:") for r in log)
 
 
+def test_access_log_starts_afresh_in_a_reused_workdir(tmp_path):
+    for run in ("first", "second"):
+        with ReplayServer([SPEC], workdir=tmp_path) as server:
+            requests.get(f"http://s0.gen.test/?{run}", proxies=server.proxies)
+            assert [r["url"] for r in server.access_log()] == [f"http://s0.gen.test/?{run}"]
+
+
 def test_access_log_is_flushed_without_asking(replay_factory):
     server = replay_factory([SPEC])
     requests.get("http://s0.gen.test/", proxies=server.proxies)
@@ -123,6 +131,38 @@ def test_stop_flushes_the_log_and_leaves_no_process(tmp_path):
     assert len(read_access_log(server.access_log_path)) == 1
     with pytest.raises(requests.ConnectionError):
         requests.get("http://s0.gen.test/", proxies={"http": server.proxy_url}, timeout=2)
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (an orphan's zombie waits for init to reap it: gone too)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("ending", ["os.kill(os.getpid(), signal.SIGKILL)", "os._exit(0)", "pass"])
+def test_server_dies_with_its_parent(tmp_path, ending):
+    parent = ("import os, signal, sys\n"
+              "from crawlkit.replay import ReplayServer\n"
+              f"server = ReplayServer(['{SPEC}'], workdir=sys.argv[1]).start()\n"
+              "print(server.pid, flush=True)\n" + ending + "\n")
+    run = subprocess.run([sys.executable, "-c", parent, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    pid = int(run.stdout.split()[0])
+    deadline = time.monotonic() + 15
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not _gone(pid):
+        psutil.Process(pid).kill()
+        pytest.fail(f"the server outlived its parent ({ending})")
+
+
+def test_collected_server_object_stops_its_server(tmp_path):
+    server = ReplayServer([SPEC], workdir=tmp_path).start()
+    pid = server.pid
+    del server
+    gc.collect()
+    assert not psutil.pid_exists(pid)  # stopped and reaped by the finalizer, not left to the pipe's EOF
 
 
 def test_control_shutdown(tmp_path):
