@@ -116,7 +116,7 @@ def write_state(records: DataFrame, conf: Conf, path: str) -> None:
 
 
 def write_deletes(urls: DataFrame, conf: Conf, path: str) -> None:
-    frame = urls.select("url")
+    frame = schemas.conform(urls, "deletes")
     _save(frame if conf["export.format"] in ("parquet", "jsonl") else _delete_lines(frame, conf), conf, path)
 
 
