@@ -141,6 +141,16 @@ def _check_together(conf: "Conf") -> "Conf":
         raise ConfError(f"focus.amh_a/b/c = {', '.join(map(str, amh))} ({conf.origin_of('focus.amh_a')}, "
                         f"{conf.origin_of('focus.amh_b')}, {conf.origin_of('focus.amh_c')}): "
                         "each in [0, 1], summing to 1")
+    if conf["generate.policy"] == "hot_queue":
+        # the queue is the URLs whose URL or anchors hold a topic word: without words it is
+        # empty, and the crawl would be a plain score-ordered one that says it is focused
+        if not conf["focus.words"]:
+            raise ConfError(f"{conf.origin_of('generate.policy')}: generate.policy = hot_queue needs "
+                            "focus.words (the topic the hot queue is built from)")
+        if conf["schedule.kind"] == "change_rate":
+            raise ConfError(f"{conf.origin_of('generate.policy')}: generate.policy = hot_queue does not "
+                            "combine with schedule.kind = change_rate (its fetch list is ranked by "
+                            "expected freshness gain)")
     personalization = conf["scoring.personalization"].strip()
     if personalization not in ("", "seeds") and not personalization.startswith("hosts:"):
         raise ConfError(f"{conf.origin_of('scoring.personalization')}: scoring.personalization must be "

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from crawlkit import schemas, segment_names, storage
-from crawlkit.conf import Conf, ConfError
+from crawlkit.conf import Conf
 from crawlkit.stages.capped_top import capped_top, cut_points
 from crawlkit.stages.hot_queue import QUEUE, with_queue
 from crawlkit.stages.interleave import interleaved, interleaved_metrics
@@ -123,10 +123,6 @@ def partition_by_host(fetchlist: DataFrame, partitions: int) -> DataFrame:
 
 def run_generate(spark: SparkSession, conf: Conf, now: datetime, segment: str | None = None) -> dict:
     """Write segments/<segment>/fetchlist and lock its URLs in the crawldb (one commit)."""
-    if conf["generate.policy"] == "hot_queue" and not conf["focus.words"]:
-        # the queue is the URLs whose URL or anchors hold a topic word: without words it is
-        # empty, and the crawl would be a plain score-ordered one that says it is focused
-        raise ConfError("generate.policy = hot_queue needs focus.words (the topic the hot queue is built from)")
     crawl_dir = conf["crawl.dir"]
     segment = segment or new_segment_name(spark, conf, now)
     db_path = storage.crawldb_path(crawl_dir)

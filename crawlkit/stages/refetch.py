@@ -44,7 +44,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from crawlkit import schemas
-from crawlkit.conf import Conf, ConfError
+from crawlkit.conf import Conf
 from crawlkit.schedule import estimated_change_rate, last_fetch_time, seconds_since
 from crawlkit.status import Status
 
@@ -134,9 +134,6 @@ def generate_change_rate(crawldb: DataFrame, conf: Conf, now: datetime, segment:
     """The fetch list under the change-rate budget (see the module docstring)."""
     from crawlkit.stages.generate import cap_per_group, due_candidates
 
-    if conf["generate.policy"] == "hot_queue":
-        raise ConfError("generate.policy = hot_queue does not combine with schedule.kind = change_rate "
-                        "(its fetch list is ranked by expected freshness gain)")
     top_n, budget = conf["crawl.topN"], conf["schedule.budget"]
     horizon = revisit_horizon(crawldb, conf, now, budget or top_n)
     best = [F.col("priority").desc(), F.col("url")]
