@@ -24,6 +24,7 @@ from crawlkit.storage import NewerTableError
 
 STAGES = {
     "inject": "add seed URLs to the crawldb",
+    "sitemaps": "read the sitemaps of the crawldb's hosts: add the URLs they list, make changed pages due",
     "generate": "write the next fetch list (top-N by score, capped per host)",
     "fetch": "fetch a segment's fetch list, politely",
     "parse": "parse a segment's fetched content",
@@ -46,7 +47,7 @@ INSPECTION = ("stats", "dump", "top", "report")
 
 # Commands that change the crawl directory hold its lock while they run.
 SPILLERS = {"generate", "fetch", "round", "crawl"}   # commands whose fetch tasks write the crawl dir
-WRITERS = {"inject", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict", "crawl", "round"}
+WRITERS = {"inject", "sitemaps", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict", "crawl", "round"}
 
 
 def utc_now() -> datetime:
@@ -253,6 +254,9 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
         for problem in counters["errors"] + counters["repeats"]:
             say(f"seeds {problem}")
         return counters
+    if cmd == "sitemaps":
+        from crawlkit.stages.sitemaps import run_sitemaps
+        return run_sitemaps(spark, conf, now)
     if cmd == "generate":
         from crawlkit.stages.generate import run_generate
         return run_generate(spark, conf, now)   # a fresh segment name, never an existing folder

@@ -29,7 +29,7 @@ ROBOTS_MAX_REDIRECTS = 5
 class RobotsRules:
     """The verdicts of one origin's robots.txt for our agent."""
 
-    __slots__ = ("_parser", "_agent", "unreachable", "crawl_delay", "reason")
+    __slots__ = ("_parser", "_agent", "unreachable", "crawl_delay", "reason", "sitemaps")
 
     def __init__(self, parser: Protego | None, agent: str, *, unreachable: bool = False,
                  reason: str | None = None):
@@ -38,6 +38,9 @@ class RobotsRules:
         self.unreachable = unreachable
         self.reason = reason
         self.crawl_delay = parser.crawl_delay(agent) if parser is not None else None
+        # the file's Sitemap: lines as written (maybe relative; for every agent: they are no
+        # rules), for crawlkit.stages.sitemaps; the verdicts above do not depend on them
+        self.sitemaps: tuple[str, ...] = tuple(parser.sitemaps) if parser is not None else ()
 
     @classmethod
     def allow_all(cls, agent: str) -> "RobotsRules":

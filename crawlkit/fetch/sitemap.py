@@ -1,0 +1,171 @@
+"""Sitemap documents (sitemaps.org protocol 0.9) parsed into entries; pure Python, no Spark.
+
+Three forms: a ``<urlset>`` (page URLs with ``lastmod``, ``changefreq`` and ``priority``), a
+``<sitemapindex>`` (the URLs of more sitemaps), and a plain-text sitemap (one URL per line).
+A gzip body (told by its magic bytes, whatever its name or Content-Type says) is inflated
+first, at most ``max_bytes``.
+
+Sitemaps come from servers we do not trust, so the XML parser is lxml with entities left
+unresolved, no network, no DTD and no huge-tree mode (XXE and billion laughs do nothing), in
+recover mode (a broken tail still yields the entries before it). Tags are matched by local
+name: sitemaps in the wild use the old Google namespace, none, or a wrong one. The protocol's
+limits, 50,000 entries and 50 MiB uncompressed per document, are the defaults of the caps.
+"""
+from __future__ import annotations
+
+import io
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from lxml import etree
+
+MAX_ENTRIES = 50_000
+MAX_BYTES = 50 * 1024 * 1024
+CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
+GZIP_MAGIC = b"\x1f\x8b"
+
+# W3C datetime (https://www.w3.org/TR/NOTE-datetime): YYYY[-MM[-DD[Thh:mm[:ss[.s]]TZD]]]
+_W3C = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
+                  r"\s*(Z|z|[+-]\d{2}:?\d{2})?)?)?)?")
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapUrl:
+    loc: str
+    lastmod: datetime | None = None   # naive UTC
+    changefreq: str | None = None
+    priority: float | None = None
+
+
+@dataclass(slots=True)
+class Sitemap:
+    """One parsed document. ``kind``: urlset, index, text or invalid (``error`` says why);
+    ``truncated``: a cap cut it (entries or inflated bytes), what came before is kept."""
+    kind: str
+    urls: list[SitemapUrl] = field(default_factory=list)
+    sitemaps: list[str] = field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+
+
+def parse_sitemap(body: bytes, *, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> Sitemap:
+    """The entries of a sitemap document (see the module doc); never raises on bad input."""
+    truncated = False
+    if body[:2] == GZIP_MAGIC:
+        try:
+            body, truncated = gunzip(body, max_bytes)
+        except zlib.error as exc:
+            return Sitemap("invalid", error=f"bad gzip: {exc}")
+    elif len(body) > max_bytes:
+        body, truncated = body[:max_bytes], True
+    head = body.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if not head:
+        return Sitemap("invalid", error="empty document")
+    result = _parse_xml(body, max_entries) if head == b"<" else _parse_text(body, max_entries)
+    result.truncated = result.truncated or truncated
+    return result
+
+
+def gunzip(data: bytes, max_bytes: int) -> tuple[bytes, bool]:
+    """``data`` inflated to at most ``max_bytes`` (a gzip bomb stops there); (bytes, cut)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = inflater.decompress(data, max_bytes)
+    return out, bool(inflater.unconsumed_tail)
+
+
+def _parse_text(body: bytes, max_entries: int) -> Sitemap:
+    """Plain-text sitemap: one absolute http(s) URL per line; other lines are ignored."""
+    result = Sitemap("text")
+    for line in body.decode("utf-8", "replace").splitlines():
+        url = line.strip().lstrip("\ufeff")
+        if not url.lower().startswith(("http://", "https://")):
+            continue
+        if len(result.urls) >= max_entries:
+            result.truncated = True
+            break
+        result.urls.append(SitemapUrl(url))
+    return result
+
+
+def _local(tag) -> str | None:
+    """An element's tag without its namespace, lower-case; None for comments and the like."""
+    if not isinstance(tag, str):
+        return None
+    return tag.rsplit("}", 1)[-1].rsplit(":", 1)[-1].lower()
+
+
+def _parse_xml(body: bytes, max_entries: int) -> Sitemap:
+    events = etree.iterparse(io.BytesIO(body), events=("start", "end"), recover=True,
+                             resolve_entities=False, no_network=True, huge_tree=False,
+                             load_dtd=False, remove_comments=True, remove_pis=True)
+    result: Sitemap | None = None
+    entry = {"url": "urlset", "sitemap": "index"}
+    try:
+        for event, element in events:
+            name = _local(element.tag)
+            if result is None:   # the root element says what the document is
+                kind = {"urlset": "urlset", "sitemapindex": "index"}.get(name or "")
+                if kind is None:
+                    return Sitemap("invalid", error=f"not a sitemap: root element <{name}>")
+                result = Sitemap(kind)
+                continue
+            if event != "end" or entry.get(name or "") != result.kind:
+                continue
+            if len(result.urls) + len(result.sitemaps) >= max_entries:
+                result.truncated = True
+                break
+            fields = {_local(child.tag): (child.text or "").strip() for child in element}
+            loc = fields.get("loc")
+            if loc:
+                if result.kind == "index":
+                    result.sitemaps.append(loc)
+                else:
+                    result.urls.append(SitemapUrl(loc, parse_lastmod(fields.get("lastmod")),
+                                                  _changefreq(fields.get("changefreq")),
+                                                  _priority(fields.get("priority"))))
+            element.clear(keep_tail=False)   # the document is read as it streams: keep no tree
+            while element.getprevious() is not None:
+                del element.getparent()[0]
+    except etree.LxmlError as exc:   # recover mode raises only when nothing at all parses
+        if result is None:
+            return Sitemap("invalid", error=f"bad XML: {str(exc)[:200]}")
+    return result if result is not None else Sitemap("invalid", error="no XML element")
+
+
+def parse_lastmod(text: str | None) -> datetime | None:
+    """A W3C datetime as naive UTC (a time without zone is taken as UTC); None if it is none."""
+    match = _W3C.fullmatch((text or "").strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        value = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
+                         int(second or 0), int((fraction or "0")[:6].ljust(6, "0")))
+    except ValueError:
+        return None
+    if zone and zone not in "Zz":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        try:
+            value = (value.replace(tzinfo=timezone(sign * offset))
+                     .astimezone(timezone.utc).replace(tzinfo=None))
+        except (ValueError, OverflowError):
+            return None
+    return value
+
+
+def _changefreq(text: str | None) -> str | None:
+    value = (text or "").strip().lower()
+    return value if value in CHANGEFREQS else None
+
+
+def _priority(text: str | None) -> float | None:
+    try:
+        value = float(text) if text else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and 0.0 <= value <= 1.0 else None
