@@ -115,13 +115,20 @@ def _check_range(spec: KeySpec, value: Any, origin: str) -> None:
         raise ConfError(f"{origin}: {spec.key} must be {' and '.join(wanted)}, got {value!r}")
 
 
-def _check_choices(spec: KeySpec, value: Any, origin: str) -> None:
+def _check_choices(spec: KeySpec, value: Any, origin: str) -> Any:
+    """``value`` with each choice spelled as declared (a choice matches in any case:
+    ``spark.log_level = info`` is INFO, as Spark reads it)."""
     items = value if isinstance(value, list) else [value]
     if spec.nonempty and not items:
         raise ConfError(f"{origin}: {spec.key} must not be empty")
-    for item in items if spec.choices is not None else ():
-        if item not in spec.choices:
+    if spec.choices is None:
+        return value
+    declared = {choice.lower(): choice for choice in spec.choices}
+    spelled = [declared.get(item.lower()) if isinstance(item, str) else None for item in items]
+    for item, choice in zip(items, spelled):
+        if choice is None:
             raise ConfError(f"{origin}: {spec.key} must be one of {', '.join(spec.choices)}, got {item!r}")
+    return spelled if isinstance(value, list) else spelled[0]
 
 
 def _check_order(conf: "Conf") -> None:
@@ -206,7 +213,7 @@ def _coerce(spec: KeySpec, value: Any, origin: str, text: bool = True) -> Any:
     if want == "float":
         value = float(value)
     _check_range(spec, value, origin)
-    _check_choices(spec, value, origin)
+    value = _check_choices(spec, value, origin)
     if want == "list[regex]":
         for pattern in value:
             try:

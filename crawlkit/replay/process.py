@@ -37,14 +37,16 @@ class ReplayServer:
     ``faults`` and ``robots`` are file paths or the parsed content (a list of rule
     tables; a host -> entry mapping), which is then written to ``workdir`` as JSON.
     Without ``workdir`` a temporary folder is used, removed when this object is
-    garbage-collected (not at ``stop``, so the access log can still be read).
+    garbage-collected (not at ``stop``, so the access log can still be read). A reused
+    ``workdir``'s access log starts afresh, unless ``keep_log`` (a crawl continued under a new
+    server, whose whole log is read afterwards).
     """
 
     def __init__(self, sources: Sequence[str | os.PathLike], *, workdir: str | os.PathLike | None = None,
                  faults: str | os.PathLike | list[dict] | None = None,
                  robots: str | os.PathLike | dict | None = None, site: str | None = None,
                  changes: str | None = None, seed: int = 0, clock: float = 0.0,
-                 extra_args: Sequence[str] = (), ready_timeout: float = 120.0):
+                 extra_args: Sequence[str] = (), ready_timeout: float = 120.0, keep_log: bool = False):
         self.sources = [str(s) for s in sources]
         self._own_workdir = None if workdir else tempfile.TemporaryDirectory(prefix="replay-")
         self.workdir = Path(workdir or self._own_workdir.name)
@@ -53,6 +55,7 @@ class ReplayServer:
         self.changes, self.seed, self.initial_clock = changes, seed, clock
         self.extra_args = list(extra_args)
         self.ready_timeout = ready_timeout
+        self.keep_log = keep_log
         self.access_log_path = self.workdir / "access.jsonl"
         self.server_log_path = self.workdir / "server.log"
         self.port: int | None = None
@@ -85,7 +88,8 @@ class ReplayServer:
     def start(self) -> ReplayServer:
         ready = self.workdir / "ready"
         ready.unlink(missing_ok=True)
-        self.access_log_path.unlink(missing_ok=True)  # access_log() is this run's, even in a reused workdir
+        if not self.keep_log:   # access_log() is this run's, even in a reused workdir
+            self.access_log_path.unlink(missing_ok=True)
         env = dict(os.environ)
         package_root = str(Path(crawlkit.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))

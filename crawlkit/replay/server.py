@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -82,6 +83,10 @@ class ReplayHTTPServer:
         """Stop when stdin reaches EOF: the kernel closes a dead parent's end of the pipe,
         even after SIGKILL, so a server is never left running without its owner."""
         fd = sys.stdin.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            # /dev/null or a file (nohup, a script's background job): no owner to watch
+            print("replay: --stop-on-eof needs stdin to be a pipe; ignored", file=sys.stderr, flush=True)
+            return
 
         def readable() -> None:
             if not os.read(fd, 4096):

@@ -201,7 +201,10 @@ class OfflineWeb:
                 self.parsed = stored["pages"]
 
     def page_of(self, url):
-        return self.archive.find(url_key(url))
+        page = self.archive.find(url_key(url))
+        # a slash-toggled URL: the replay web answers 301 to the archived one; modelled as that
+        # page (the crawler would fetch it the round after)
+        return self.archive.find(url_key(page)) if isinstance(page, str) else page
 
     def fetch(self, url):
         """None for a 404, else (page id, {hot, links: [(dst, anchor words, link words)], words})."""

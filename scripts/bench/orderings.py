@@ -112,7 +112,7 @@ def crawl_one(source: str, seeds: list[str], ordering: str, pages: int, args, wo
         return {**previous, "upto": args.upto, "fetched": fetched_pages(crawl_dir)}
     seed_file = None if previous else str(workdir / "seeds.txt")
     reports, exhausted = [], False
-    with ReplayServer([source], workdir=workdir / "replay") as web:
+    with ReplayServer([source], workdir=workdir / "replay", keep_log=True) as web:   # a continued crawl's log
         def conf_for(limit: int):
             return load_conf(overrides={
                 "crawl.dir": str(crawl_dir), "crawl.topN": per_round, "crawl.max_pages": limit,

@@ -78,7 +78,7 @@ def test_the_crosscheck_of_one_common_page_is_json(tmp_path):
     assert json.loads(json.dumps(summary, allow_nan=False))["order_agreement"] is None
 
 
-def test_cli_ranks_the_web_by_scoring_importance_for_p_cs(crawl_dir, web_files, tmp_path):
+def test_cli_ranks_the_web_by_scoring_importance_for_p_cs(crawl_dir, web_files, tmp_path, capsys):
     # in-links rank b and h equal (1 each), where PageRank puts b ahead: the 4th most
     # important page is then one of five pages at least that important, not four
     for importance, at_least_4th in (("pagerank", 4), ("backlinks", 5)):
@@ -89,6 +89,6 @@ def test_cli_ranks_the_web_by_scoring_importance_for_p_cs(crawl_dir, web_files, 
         cs = curves[(curves.metric == "P_CS") & (curves.ordering == "random")]
         assert set(cs["hot_definition"]) == {f"{importance}-top-K"}
         assert cs[cs.pages_crawled == 4]["value"].iloc[0] == at_least_4th / 8
-    with pytest.raises(SystemExit, match="importance 'opic': expected one of pagerank, backlinks"):
-        main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]), "--quiet",
-              "--conf", "scoring.importance=opic"])
+    assert main(["evaluate", "--crawl-dir", str(crawl_dir), "--web", str(web_files[0]), "--quiet",
+                 "--conf", "scoring.importance=opic"]) == 2    # a configuration error, before any work
+    assert "scoring.importance must be one of pagerank, backlinks, got 'opic'" in capsys.readouterr().err

@@ -26,9 +26,9 @@ def test_similarity_definition(texts, threshold, mixed):
     assert as_dict(judge(pages, Q, conf), value="hot") == {"on": True, "off": False, "mixed": mixed}
 
 
-def test_unknown_definition_is_refused(texts):
-    with pytest.raises(ValueError, match="paper or similarity"):
-        judge(texts([]), Q, make_conf(focus__hot="magic"))
+def test_unknown_definition_is_refused():
+    with pytest.raises(ValueError, match="focus.hot must be one of paper, similarity, got 'magic'"):
+        make_conf(focus__hot="magic")   # as the configuration loads, before any page is judged
 
 
 def test_hot_distance_across_rounds(spark, crawldb, links):

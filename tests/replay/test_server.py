@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import gc
+import os
 import socket
 import subprocess
 import sys
@@ -101,6 +102,9 @@ def test_access_log_starts_afresh_in_a_reused_workdir(tmp_path):
         with ReplayServer([SPEC], workdir=tmp_path) as server:
             requests.get(f"http://s0.gen.test/?{run}", proxies=server.proxies)
             assert [r["url"] for r in server.access_log()] == [f"http://s0.gen.test/?{run}"]
+    with ReplayServer([SPEC], workdir=tmp_path, keep_log=True) as server:   # a continued crawl's log
+        requests.get("http://s0.gen.test/?third", proxies=server.proxies)
+        assert [r["url"] for r in server.access_log()] == ["http://s0.gen.test/?second", "http://s0.gen.test/?third"]
 
 
 def test_access_log_is_flushed_without_asking(replay_factory):
@@ -200,3 +204,24 @@ def test_cli_writes_a_generated_web(tmp_path):
 def test_python_dash_m_runs_the_cli():
     result = subprocess.run([sys.executable, "-m", "crawlkit.replay", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--faults" in result.stdout and "--access-log" in result.stdout
+
+
+def test_stop_on_eof_without_a_pipe_serves_anyway(tmp_path):
+    """nohup or a script's background job gives the server /dev/null as stdin: there is no
+    owner to watch, and the flag must not stop it from serving (it exited with an error)."""
+    ready = tmp_path / "ready"
+    with open(os.devnull, "rb") as null:
+        process = subprocess.Popen([sys.executable, "-m", "crawlkit.replay", SPEC, "--port", "0",
+                                    "--ready-file", str(ready), "--stop-on-eof"],
+                                   stdin=null, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None and ready.exists()
+        port = int(ready.read_text())
+        proxies = {"http": f"http://127.0.0.1:{port}"}
+        assert requests.get("http://s0.gen.test/", proxies=proxies, timeout=10).status_code == 200
+    finally:
+        process.terminate()
+        assert b"needs stdin to be a pipe; ignored" in process.communicate(timeout=30)[1]

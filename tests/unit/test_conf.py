@@ -233,6 +233,9 @@ def test_a_name_not_among_its_keys_choices_is_refused_at_load(key, value):
     # each used to pass the load and fail mid-round: schedule.kind in updatedb after the fetch
     with pytest.raises(ConfError, match=f"--conf: {key.replace('.', '[.]')} must be one of .*got '{value}'"):
         load_conf(overrides={key: value})
+    # a choice in another case is that choice, spelled as declared (Spark takes info for INFO)
+    assert load_conf(overrides={"spark.log_level": "info", "schedule.kind": "Adaptive"}).section("spark")["log_level"] == "INFO"
+    assert make_conf(schedule__kind="ADAPTIVE")["schedule.kind"] == "adaptive"
 
 
 @pytest.mark.parametrize("key,value,error", [
