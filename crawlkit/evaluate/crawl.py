@@ -95,6 +95,8 @@ def read_round_estimates(spark, crawl_dir: str) -> pd.DataFrame:
     versions for a while only (log retention, VACUUM): a segment whose version is gone is a
     ValueError naming it, never an estimate from another round.
     """
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
     from crawlkit import storage
@@ -115,14 +117,15 @@ def read_round_estimates(spark, crawl_dir: str) -> pd.DataFrame:
             raise ValueError(f"segment {segment}: its generate commit is no longer in the crawldb's "
                              f"history (Delta log retention), so the crawler's estimates of that round "
                              f"are lost; {instead}")
-        reason = storage.unreadable_version(spark, db_path, "crawldb", version)
-        if reason is not None:
+        try:   # (checked only when the read fails: a check up front lists every file of every version)
+            rows = (storage.read_table(spark, db_path, "crawldb", version=version)
+                    .join(crawled.filter(F.col("round") <= number), "url")
+                    .select(F.lit(segment).alias("segment"), "url", F.col("score").alias("estimate"))
+                    .collect())
+        except (Py4JJavaError, PySparkException) as exc:
+            reason = storage.unreadable_version(spark, db_path, "crawldb", version) or str(exc).splitlines()[0]
             raise ValueError(f"segment {segment}: the crawldb as of its generate (version {version}) "
-                             f"cannot be read ({reason}); VACUUM may have removed its files; {instead}")
-        rows = (storage.read_table(spark, db_path, "crawldb", version=version)
-                .join(crawled.filter(F.col("round") <= number), "url")
-                .select(F.lit(segment).alias("segment"), "url", F.col("score").alias("estimate"))
-                .collect())
+                             f"cannot be read ({reason}); VACUUM may have removed its files; {instead}") from exc
         frames.append(pd.DataFrame(rows, columns=["segment", "url", "estimate"]))
     return _concat(frames, ["segment", "url", "estimate"])
 

@@ -2,7 +2,8 @@
 
 Pages are matched to crawled URLs the way the replay web matches requests to pages
 (crawlkit.replay.urls: ``url_key``, then the https/trailing-slash variants the WARC source
-tries), so a page counts as crawled exactly when the replay web served it.
+tries; a trailing-slash variant it answers with a 301 to the archived URL, which the crawl
+then fetches under that URL), so a page counts as crawled when the replay web served it.
 
 Example::
 

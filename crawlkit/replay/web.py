@@ -79,7 +79,8 @@ class Web:
             if handle is None:
                 continue
             if isinstance(source, WarcArchive):
-                return {"url": url, "source": "warc", "clock": clock, "interval": None, "change_times": []}
+                moved = {"redirect": handle} if isinstance(handle, str) else {}   # a slash-toggled URL
+                return {"url": url, "source": "warc", "clock": clock, "interval": None, "change_times": [], **moved}
             graph, changes = source.graph, source.changes
             version, _, etag = source.state(handle, clock)
             return {
