@@ -27,7 +27,7 @@ MAX_BYTES = 50 * 1024 * 1024
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 GZIP_MAGIC = b"\x1f\x8b"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-_BARE_AMP = re.compile(rb"&(?!#?\w+;)")
+_BARE_AMP = re.compile(rb"<!\[CDATA\[.*?(?:\]\]>|$)|&(?!#?\w+;)", re.S)
 _XML_ENCODING = re.compile(r"^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*[\"'][^\"']*[\"']")
 
 # W3C datetime (https://www.w3.org/TR/NOTE-datetime): YYYY[-MM[-DD[Thh:mm[:ss[.s]]TZD]]]
@@ -97,8 +97,8 @@ def _utf16_to_utf8(body: bytes) -> bytes:
 
 def _escape_bare_amps(body: bytes) -> bytes:
     """``&`` starting no entity or character reference escaped: sitemaps in the wild write
-    ``?a=1&b=2`` unescaped, and recover mode would drop the ``&b=2``."""
-    return _BARE_AMP.sub(b"&amp;", body)
+    ``?a=1&b=2`` unescaped, and recover mode would drop the ``&b=2``. CDATA is left as is."""
+    return _BARE_AMP.sub(lambda m: m.group() if m.group().startswith(b"<") else b"&amp;", body)
 
 
 def _parse_text(body: bytes, max_entries: int, cut: bool) -> Sitemap:

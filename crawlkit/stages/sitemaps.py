@@ -2,22 +2,29 @@
 
 As Nutch's SitemapProcessor: every host the crawldb knows is visited each run (there is no
 per-host "sitemaps read" marker: the crawldb has no column for one, and a run costs a
-robots.txt and a few documents per host), in tasks that own whole hosts as fetch's do. Per
-host, one request at a time, ``fetcher.server_delay`` (or the robots.txt Crawl-delay, capped
-at ``fetcher.max_crawl_delay``) apart:
+robots.txt and a few documents per host), in tasks that own whole hosts as fetch's do
+(``spark.speculation`` is refused: a speculative copy would read the same hosts at once). A
+host ``urls.hosts_deny`` / ``hosts_allow`` rejects is asked nothing. Per host, one request at a
+time, ``fetcher.server_delay`` apart from the end of the one before (or the largest robots.txt
+Crawl-delay of the host's origins, capped at ``fetcher.max_crawl_delay``):
 
 1. robots.txt of each origin (scheme://host:port) of the host with crawldb rows; under
    ``fetcher.respect_robots`` an unreachable one (5xx, timeout) skips the origin this run,
-   and sitemap URLs it disallows are not fetched;
+   and sitemap URLs it disallows are not fetched; without it, robots.txt is still read for
+   its Sitemap: lines, its rules are not applied;
 2. its ``Sitemap:`` lines, else ``/sitemap.xml`` when ``sitemaps.guess``;
 3. indexes followed breadth first to ``sitemaps.max_depth``, at most
-   ``sitemaps.max_sitemaps_per_host`` documents and ``sitemaps.max_urls_per_host`` URLs.
+   ``sitemaps.max_sitemaps_per_host`` documents and ``sitemaps.max_urls_per_host`` URLs. A
+   sitemap URL is read once per host, whichever origins list it.
 
 Only sitemap documents on the host itself are fetched (a task owns its hosts' politeness;
-a Sitemap: line naming another host is counted ``sitemaps_other_host``), and only URLs on the
-host itself are kept (the protocol's rule; the others are counted ``refused_other_host``;
-the protocol's narrower rule, URLs under the sitemap's own directory, is not applied). URLs
-are normalized and filtered as inject's seeds.
+a Sitemap: line naming another host is counted ``sitemaps_other_host``). Redirects are
+followed, at most 5, each hop checked as a sitemap URL (same host, http or https; robots)
+and waiting the delay. A 429 or 503 ends the host's reading for this run (``host_paused``).
+Only URLs on the host itself are kept (the protocol's rule; the others are counted
+``refused_other_host``; the protocol's narrower rule, URLs under the sitemap's own directory,
+is not applied). URLs are normalized and filtered as inject's seeds. A host whose reading
+fails unexpectedly is logged and counted (``host_errors``); the task goes on.
 
 The merge is one tagged commit (``sitemaps:<now>``), none when nothing changes (a second run
 over unchanged sitemaps commits nothing):
@@ -27,16 +34,18 @@ over unchanged sitemaps commits nothing):
 * a known URL the crawl holds a copy of (fetched, not_modified, redirect_*), not locked by a
   generated segment, whose sitemap lastmod is later than its last fetch on the crawl's
   clock (crawlkit.schedule.last_fetch_time) and not after ``now`` (a lastmod to come is a
-  made-up date, not evidence of a change), and which is not due yet, becomes due ``now``;
+  made-up date, not evidence of a change), and which is not due yet, becomes due ``now``
+  (its fetch_interval shrinks as much, so its last fetch time stays);
   unfetched and retrying URLs are due on their own schedule, gone, evicted and duplicate
   ones are left alone.
 
-Counters are printed and written to ``<crawl>/_stats/sitemaps-<now>.json`` (this stage has
-no segment).
+Counters (``ALWAYS``, and the others that happened) are printed and written to ``<crawl>/_stats/sitemaps-<now>.json``
+(this stage has no segment).
 """
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter, deque
 from datetime import datetime
@@ -50,7 +59,7 @@ from pyspark.sql import functions as F
 from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.fetch.guard import AddressGuard
-from crawlkit.fetch.http import HttpClient
+from crawlkit.fetch.http import HttpClient, Response
 from crawlkit.fetch.robots import RobotsRules, fetch_rules
 from crawlkit.fetch.settings import FetchSettings
 from crawlkit.fetch.sitemap import parse_sitemap
@@ -66,6 +75,9 @@ FOUND_DDL = ("url string, host string, domain string, lastmod timestamp, changef
              "priority double, sitemap string, counters string")
 # statuses whose rows hold a fetched copy: a newer lastmod makes them due
 HELD = (Status.FETCHED, Status.NOT_MODIFIED, Status.REDIRECT_TEMP, Status.REDIRECT_PERM)
+MAX_REDIRECTS = 5   # as for robots.txt (RFC 9309)
+ALWAYS = ("hosts", "sitemaps_fetched", "urls_seen", "new", "made_due")   # counters given even when 0
+log = logging.getLogger(__name__)
 
 
 # --- per host (executors; plain Python) -----------------------------------------------------
@@ -86,84 +98,143 @@ class HostReader:
         self.normalize = UrlNormalizer(self.settings.url_settings)
         self.url_filter = UrlFilter(self.settings.url_settings)
         self._waited_for: float | None = None   # when the last request to the host ended
+        self._delay = self.settings.server_delay   # the host's delay: the largest asked for
+        self._paused = False   # the host answered 429 or 503: no more requests this run
 
     def read(self, host: str, origins: list[str]) -> tuple[dict[str, dict], Counter]:
-        """The host's sitemap URLs (url -> row) and the counters of reading them."""
+        """The host's sitemap URLs (url -> row) and the counters of reading them (none zero)."""
         counters: Counter = Counter(hosts=1)
         found: dict[str, dict] = {}
-        self._waited_for = None   # a new host: its first request waits for nothing
+        if self._host_refused(host):   # the crawl would not fetch its pages: ask it nothing
+            counters["hosts_filtered"] += 1
+            return found, counters
+        self._waited_for, self._delay, self._paused = None, self.settings.server_delay, False
+        seen: set[str] = set()   # per host: http and https robots.txt often list the same sitemap
         docs = 0
         for origin in origins:
+            if self._paused or docs >= self.max_docs or len(found) >= self.max_urls:
+                break
             rules, roots = self._roots(origin, counters)
             queue = deque((url, 0) for url in roots)
-            seen: set[str] = set()
-            while queue and docs < self.max_docs and len(found) < self.max_urls:
+            while queue and not self._paused and docs < self.max_docs and len(found) < self.max_urls:
                 url, depth = queue.popleft()
                 if url in seen:
                     continue
                 seen.add(url)
-                if host_of(url) != host:
-                    counters["sitemaps_other_host"] += 1
-                    continue
-                if self.settings.respect_robots and not rules.allowed(url):
-                    counters["sitemaps_robots_denied"] += 1
+                if not self._may_fetch(url, host, rules, counters, "sitemaps_other_host"):
                     continue
                 docs += 1
-                body = self._get(url, rules, counters)
-                if body is None:
-                    continue
-                document = parse_sitemap(body, max_entries=self.max_entries, max_bytes=self.max_bytes)
-                counters["sitemaps_truncated"] += document.truncated
-                if document.kind == "invalid":
-                    counters["invalid"] += 1
-                    continue
-                counters["fetched"] += 1
-                children = [urljoin(url, child) for child in document.sitemaps]
-                if depth < self.max_depth:
-                    queue.extend((child, depth + 1) for child in children)
-                else:
-                    counters["sitemaps_too_deep"] += len(children)
-                for entry in document.urls:
-                    self._take(entry, url, host, found, counters)
-            counters["sitemaps_over_cap"] += len(queue) if docs >= self.max_docs else 0
-        return found, counters
+                fetched = self._get(url, host, rules, counters)
+                if fetched is not None:
+                    self._read_document(*fetched, depth, host, queue, found, counters)
+            if not self._paused:
+                counters["sitemaps_over_cap"] += len(queue)   # left by the document or URL cap
+        return found, +counters
+
+    def _host_refused(self, host: str) -> bool:
+        """``urls.hosts_deny`` / ``hosts_allow`` reject the host (the URL filter's host rules;
+        its path and regex rules are for pages, not sitemaps: a ``.gz`` sitemap is fine)."""
+        url_filter = self.url_filter
+        return bool((url_filter.hosts_deny and url_filter.hosts_deny.matches(host))
+                    or (url_filter.hosts_allow and not url_filter.hosts_allow.matches(host)))
+
+    def _may_fetch(self, url: str, host: str, rules: RobotsRules, counters: Counter, other_host: str) -> bool:
+        """A sitemap URL (or a redirect's target) may be asked for: on the host itself (the
+        task owns its politeness, and the host passed the host rules) and robots-allowed."""
+        if host_of(url) != host:
+            counters[other_host] += 1
+            return False
+        if self.settings.respect_robots and not rules.allowed(url):
+            counters["sitemaps_robots_denied"] += 1
+            return False
+        return True
+
+    def _read_document(self, url: str, response: Response, depth: int, host: str, queue: deque,
+                       found: dict[str, dict], counters: Counter) -> None:
+        """Parse one fetched document (``url`` its final URL): its child sitemaps are queued,
+        its page URLs taken."""
+        document = parse_sitemap(response.body or b"", max_entries=self.max_entries,
+                                 max_bytes=self.max_bytes, truncated=response.truncated)
+        counters["sitemaps_truncated"] += document.truncated
+        if document.kind == "invalid":
+            counters["invalid"] += 1
+            return
+        counters["fetched"] += 1
+        children = [child for child in (_join(url, loc, counters) for loc in document.sitemaps) if child]
+        if depth < self.max_depth:
+            queue.extend((child, depth + 1) for child in children)
+        else:
+            counters["sitemaps_too_deep"] += len(children)
+        for entry in document.urls:
+            self._take(entry, url, host, found, counters)
 
     def _roots(self, origin: str, counters: Counter) -> tuple[RobotsRules, list[str]]:
-        """The origin's robots rules and its first sitemaps (module doc, steps 1 and 2)."""
-        rules = RobotsRules.allow_all(self.settings.robots_agent)
-        if self.settings.respect_robots:
-            self._wait(rules)
-            rules = fetch_rules(self.client, origin, self.settings.robots_agent,
-                                time.monotonic() + self.settings.page_deadline)
-            if rules.unreachable:
-                counters["robots_unreachable"] += 1
-                return rules, []
-        listed = [urljoin(origin + "/robots.txt", line.strip()) for line in rules.sitemaps if line.strip()]
+        """The origin's robots rules and its first sitemaps (module doc, steps 1 and 2).
+        robots.txt is read even without ``fetcher.respect_robots``: its rules are then not
+        kept, its Sitemap: lines are."""
+        self._wait()
+        rules = fetch_rules(self.client, origin, self.settings.robots_agent,
+                            time.monotonic() + self.settings.page_deadline)
+        self._waited_for = time.monotonic()   # the delay runs from the end of a request
+        if self.settings.respect_robots and rules.unreachable:
+            counters["robots_unreachable"] += 1
+            return rules, []
+        if self.settings.respect_robots and rules.crawl_delay is not None:
+            # the largest Crawl-delay holds for the host's later origins too
+            self._delay = max(self._delay, min(float(rules.crawl_delay), self.settings.max_crawl_delay))
+        lines = [line.strip() for line in rules.sitemaps if line.strip()]
+        listed = [url for url in (_join(origin + "/robots.txt", line, counters) for line in lines) if url]
         counters["robots_sitemaps"] += len(listed)
-        return rules, listed or ([origin + "/sitemap.xml"] if self.guess else [])
+        if lines:   # listed, even if none of them is a URL: no guessing then
+            return rules, listed
+        return rules, [origin + "/sitemap.xml"] if self.guess else []
 
-    def _wait(self, rules: RobotsRules) -> None:
+    def _wait(self) -> None:
         """Sleep the host's delay since the last request to it (the first one waits nothing)."""
         if self._waited_for is not None:
-            delay = self.settings.server_delay if rules.crawl_delay is None else min(
-                float(rules.crawl_delay), self.settings.max_crawl_delay)
-            left = self._waited_for + delay - time.monotonic()
+            left = self._waited_for + self._delay - time.monotonic()
             if left > 0:
                 self.sleep(left)
         self._waited_for = time.monotonic()
 
-    def _get(self, url: str, rules: RobotsRules, counters: Counter) -> bytes | None:
-        self._wait(rules)
+    def _get(self, url: str, host: str, rules: RobotsRules, counters: Counter) -> tuple[str, Response] | None:
+        """(final URL, 2xx response) of a sitemap, redirects followed (HttpClient follows
+        none), each hop checked as a sitemap URL is; None when there is none."""
+        for _ in range(MAX_REDIRECTS + 1):
+            response = self._request(url)
+            status = response.status
+            if response.failure is None and status is not None and 200 <= status < 300:
+                return url, response
+            location = response.headers.get("location") if status and 300 <= status < 400 else None
+            if not location:
+                self._count_failure(response, counters)
+                return None
+            target = _join(url, location, counters)
+            if target is None or not self._may_fetch(target, host, rules, counters, "redirect_other_host"):
+                return None
+            url = target
+        counters["too_many_redirects"] += 1
+        return None
+
+    def _request(self, url: str) -> Response:
+        self._wait()
         response = self.client.get(url, deadline=time.monotonic() + self.settings.page_deadline,
                                    max_bytes=self.max_bytes)
         self._waited_for = time.monotonic()   # the delay runs from the end of a request
-        if response.failure is not None or response.status is None:
+        return response
+
+    def _count_failure(self, response: Response, counters: Counter) -> None:
+        """Count a failed request; a 429 or 503 pauses the host for this run, as the fetcher
+        stops asking a host that wants a pause (its Retry-After is not waited out here)."""
+        status = response.status
+        if response.failure is not None or status is None:
             counters["failed"] += 1
-        elif not 200 <= response.status < 300:
-            counters["missing" if 400 <= response.status < 500 and response.status != 429 else "failed"] += 1
+        elif status in (429, 503):
+            counters["failed"] += 1
+            counters["host_paused"] += 1
+            self._paused = True
         else:
-            return response.body or b""
-        return None
+            counters["missing" if 400 <= status < 500 else "failed"] += 1
 
     def _take(self, entry, sitemap: str, host: str, found: dict[str, dict], counters: Counter) -> None:
         counters["urls_seen"] += 1
@@ -186,6 +257,26 @@ class HostReader:
                       "priority": entry.priority, "sitemap": sitemap}
 
 
+def _join(base: str, ref: str, counters: Counter) -> str | None:
+    """``ref`` resolved against ``base``; None (counted ``bad_sitemap_url``) when it is no URL
+    at all (``http://[oops/``: urljoin raises)."""
+    try:
+        return urljoin(base, ref)
+    except ValueError:
+        counters["bad_sitemap_url"] += 1
+        return None
+
+
+def _read_host(reader: HostReader, host: str, origins: list[str]) -> tuple[dict[str, dict], Counter]:
+    """One host's read; an error it did not expect is logged and counted (``host_errors``),
+    and the task goes on with its other hosts."""
+    try:
+        return reader.read(host, origins)
+    except Exception:
+        log.exception("sitemaps: reading host %s failed", host)
+        return {}, Counter(hosts=1, host_errors=1)
+
+
 def _read_partition(conf: dict):
     """The mapInArrow task: (host, origin) rows sorted by host in; the found URLs out, then
     one row with the task's counters (JSON) in ``counters``."""
@@ -202,7 +293,7 @@ def _read_partition(conf: dict):
                 by_host.setdefault(row["host"], []).append(row["origin"])
         try:
             for host, origins in by_host.items():
-                found, counters = reader.read(host, sorted(set(origins)))
+                found, counters = _read_host(reader, host, sorted(set(origins)))
                 totals.update(counters)
                 if found:
                     domain = domain_of(host)
@@ -251,8 +342,12 @@ def new_rows(found: DataFrame, crawldb: DataFrame, score: float) -> DataFrame:
 
 
 def made_due(found: DataFrame, crawldb: DataFrame, now: datetime) -> DataFrame:
-    """(url, fetch_time) of the known URLs a newer sitemap lastmod makes due now (module doc)."""
+    """(url, fetch_time, fetch_interval) of the known URLs a newer sitemap lastmod makes due
+    now (module doc). The interval shrinks by as much as fetch_time moves, so that
+    ``fetch_time - fetch_interval``, the last fetch on the crawl's clock, stays put."""
     now_ts = F.lit(now).cast("timestamp")
+    moved = F.col("fetch_time").cast("long") - now_ts.cast("long")
+    interval_type = crawldb.schema["fetch_interval"].dataType
     return (crawldb.join(found.select("url", "lastmod"), "url")
             .filter(F.col("status").isin([s.value for s in HELD])
                     & F.col("generated_segment").isNull()
@@ -260,14 +355,17 @@ def made_due(found: DataFrame, crawldb: DataFrame, now: datetime) -> DataFrame:
                     & (F.col("lastmod") <= now_ts)   # a date to come is made up: it proves no change
                     & (F.col("lastmod") > last_fetch_time())
                     & (F.col("fetch_time") > now_ts))
-            .select("url", now_ts.alias("fetch_time")))
+            .select("url", now_ts.alias("fetch_time"),
+                    (F.col("fetch_interval") - moved).cast(interval_type).alias("fetch_interval")))
 
 
 def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     """Read the crawldb hosts' sitemaps and merge what they list (one commit, or none)."""
     from crawlkit.scoring import get_scorer, real_pages
+    from crawlkit.stages.fetch import check_no_speculation
     from crawlkit.stages.inject import seed_rows
 
+    check_no_speculation(spark.sparkContext.getConf().get("spark.speculation", "false"))
     path = storage.crawldb_path(conf["crawl.dir"])
     table = storage.ensure_table(spark, path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
     crawldb = table.toDF()
@@ -290,14 +388,14 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
         with storage.commit_tag(spark, f"sitemaps:{now.isoformat()}"):
             # new URLs inserted; known ones made due; OPIC's virtual page gives the new ones cash
             (table.alias("db").merge(source.alias("s"), "db.url = s.url")
-             .whenMatchedUpdate(condition="s._known", set={"fetch_time": "s.fetch_time"})
+             .whenMatchedUpdate(condition="s._known", set={"fetch_time": "s.fetch_time",
+                                                           "fetch_interval": "s.fetch_interval"})
              .whenMatchedUpdate(set={"opic_cash": "s.opic_cash"})
              .whenNotMatchedInsert(values={c: f"s.{c}" for c in columns}).execute())
-    result = {"hosts": counters.pop("hosts", 0), "sitemaps_fetched": counters.pop("fetched", 0),
-              "failed": counters.pop("failed", 0), "urls_seen": counters.pop("urls_seen", 0),
-              "refused_other_host": counters.pop("refused_other_host", 0),
-              "filtered": counters.pop("filtered", 0), "new": new, "made_due": made,
-              **dict(sorted(counters.items()))}
+    counters.update(new=new, made_due=made)
+    counters["sitemaps_fetched"] = counters.pop("fetched", 0)
+    # the run's outcome always; the situational counters when they happened
+    result = {k: counters.pop(k, 0) for k in ALWAYS} | {k: v for k, v in sorted(counters.items()) if v}
     write_counters(spark, conf["crawl.dir"], now, result)
     return result
 

@@ -128,3 +128,75 @@ def test_robots_rules_expose_sitemap_lines_and_keep_their_verdicts():
     assert not rules.allowed("http://a.test/private/x") and rules.allowed("http://a.test/public")
     assert RobotsRules.allow_all("crawlkit").sitemaps == ()
     assert RobotsRules.from_text("User-agent: *\nDisallow: /\n", "crawlkit").sitemaps == ()
+
+
+def test_only_direct_children_of_the_root_are_entries():
+    # a video extension's own <url><loc> is no page, and does not replace the page's fields
+    doc = parse_sitemap(b'<urlset xmlns:video="v"><url><loc>http://a.test/p</loc><lastmod>2024-01-02</lastmod>'
+                        b"<video:video><video:url><loc>http://a.test/vid</loc><lastmod>2020-01-01</lastmod>"
+                        b"</video:url></video:video></url></urlset>")
+    assert doc.urls == [SitemapUrl("http://a.test/p", datetime(2024, 1, 2))]
+    index = parse_sitemap(b"<sitemapindex><sitemap><loc>http://a.test/s.xml</loc>"
+                          b"<x:sitemap xmlns:x='x'><loc>http://a.test/nested.xml</loc></x:sitemap></sitemap></sitemapindex>")
+    assert index.sitemaps == ["http://a.test/s.xml"]
+
+
+def test_every_child_of_the_root_is_dropped_as_the_document_streams(monkeypatch):
+    from lxml import etree
+
+    from crawlkit.fetch import sitemap
+
+    parsers = []
+
+    class Spy:   # lxml as the parser sees it, keeping the iterparse to look at its tree after
+        LxmlError = etree.LxmlError
+
+        @staticmethod
+        def iterparse(*args, **kwargs):
+            parsers.append(etree.iterparse(*args, **kwargs))
+            return parsers[-1]
+
+    monkeypatch.setattr(sitemap, "etree", Spy)
+    doc = parse_sitemap(b"<urlset>" + b"<x>junk</x>" * 500 + b"<url><loc>http://a.test/</loc></url>"
+                        + b"<sitemap><loc>http://a.test/s</loc></sitemap>" * 500 + b"</urlset>")
+    assert [u.loc for u in doc.urls] == ["http://a.test/"]
+    assert len(parsers[0].root) <= 1   # junk and unmatched elements do not pile up
+
+
+def test_a_body_cut_by_the_http_client_drops_its_last_entry():
+    body = b"<urlset>" + b"".join(b"<url><loc>http://a.test/page-%d.html</loc></url>" % i for i in range(5))
+    cut = body[:-12]   # inside the last <loc>
+    doc = parse_sitemap(cut, truncated=True)
+    assert doc.truncated and [u.loc for u in doc.urls] == [f"http://a.test/page-{i}.html" for i in range(4)]
+    here = parse_sitemap(body, max_bytes=len(body) - 12)   # cut here, at max_bytes
+    assert here.truncated and here.urls == doc.urls
+    text = parse_sitemap(b"http://a.test/1\nhttp://a.test/2\nhttp://a.test/lon", truncated=True)
+    assert text.truncated and [u.loc for u in text.urls] == ["http://a.test/1", "http://a.test/2"]
+    assert not parse_sitemap(body).truncated
+
+
+def test_a_gzip_stream_without_its_end_is_cut():
+    body = b"<urlset>" + b"".join(b"<url><loc>http://a.test/page-%d.html</loc></url>" % i for i in range(50))
+    packed = gzip.compress(body + b"</urlset>")
+    doc = parse_sitemap(packed[:-30])   # the crc and the last bytes of the stream missing
+    assert doc.truncated and doc.kind == "urlset"
+    assert all(u.loc.endswith(".html") for u in doc.urls) and len(doc.urls) < 50
+    assert not parse_sitemap(packed).truncated and len(parse_sitemap(packed).urls) == 50
+
+
+def test_a_bare_ampersand_in_a_loc_is_read_as_written():
+    doc = parse_sitemap(b"<urlset><url><loc>http://a.test/?a=1&b=2</loc></url>"
+                        b"<url><loc>http://a.test/?c=1&amp;d=2&#38;e=3</loc></url>"
+                        b"<url><loc><![CDATA[http://a.test/?f=1&g=2]]></loc></url></urlset>")
+    assert [u.loc for u in doc.urls] == ["http://a.test/?a=1&b=2", "http://a.test/?c=1&d=2&e=3",
+                                         "http://a.test/?f=1&g=2"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_document_is_read_as_xml(encoding):
+    text = '<?xml version="1.0" encoding="UTF-16"?><urlset><url><loc>http://a.test/caf\xe9?a&amp;b</loc></url></urlset>'
+    body = text.encode(encoding)
+    if encoding == "utf-16-be":
+        body = b"\xfe\xff" + body
+    doc = parse_sitemap(body)
+    assert (doc.kind, [u.loc for u in doc.urls]) == ("urlset", ["http://a.test/caf\xe9?a&b"])

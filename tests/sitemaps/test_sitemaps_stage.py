@@ -132,7 +132,10 @@ def test_sitemaps_add_same_host_urls_make_newer_pages_due_and_run_again_changes_
 
     # a lastmod after the last fetch makes the page due now; before it, locked, gone or a
     # lastmod still to come (a made-up date): nothing
-    assert after["http://sm.test/new.html"].fetch_time == NOW
+    made = after["http://sm.test/new.html"]
+    assert made.fetch_time == NOW
+    # ... and its last fetch, fetch_time - fetch_interval, stays where it was
+    assert made.fetch_time - timedelta(seconds=made.fetch_interval) == FETCHED
     for url in ("old.html", "locked.html", "gone.html", "future.html"):
         assert after[f"http://sm.test/{url}"] == before[f"http://sm.test/{url}"], url
     for url in set(before) - {"http://sm.test/new.html"}:
@@ -142,7 +145,8 @@ def test_sitemaps_add_same_host_urls_make_newer_pages_due_and_run_again_changes_
     assert {k: counters[k] for k in ("hosts", "new", "made_due", "sitemaps_robots_denied")} == {
         "hosts": 2, "new": 4, "made_due": 1, "sitemaps_robots_denied": 1}
     # index, gzip, text (sm.test) and the guessed /sitemap.xml (other.test)
-    assert counters["sitemaps_fetched"] == 4 and counters["failed"] == 0
+    assert counters["sitemaps_fetched"] == 4 and "failed" not in counters
+    assert all(v for k, v in counters.items() if k not in ("new", "made_due"))   # the rest only if they happened
     assert counters["refused_other_host"] == 2 and counters["filtered"] == 1
     assert counters["urls_seen"] == 13   # 9 + 3 + 1, a.html twice
     stats = storage.read_text(spark, storage.join(conf["crawl.dir"], "_stats", "sitemaps-20260201120000.json"))
@@ -218,11 +222,22 @@ def test_per_host_caps_on_documents_and_urls(reader):
     found, counters = reader(lambda _s: None, sitemaps__max_urls_per_host=2).read("sm.test", ["http://sm.test"])
     assert list(found) == ["http://sm.test/a.html", "http://sm.test/b.html"]
     assert counters["urls_over_cap"] == 5 and counters["fetched"] == 2   # the text sitemap is not read
+    assert counters["sitemaps_over_cap"] == 2   # what the URL cap left unread: text and private
 
 
-def test_without_respect_robots_no_robots_txt_is_asked_and_sitemap_xml_is_guessed(reader, web):
+def test_without_respect_robots_a_robots_txt_without_sitemap_lines_still_guesses_sitemap_xml(reader, web):
     found, counters = reader(lambda _s: None, fetcher__respect_robots=False).read("other.test", ["http://other.test"])
     assert set(found) == {"http://other.test/o1.html"} and counters["fetched"] == 1
+
+
+def test_speculation_is_refused_before_anything_is_read(spark, crawl, monkeypatch):
+    from crawlkit.stages import fetch
+
+    def refuse(setting):
+        raise RuntimeError(f"speculation checked: {setting}")
+    monkeypatch.setattr(fetch, "check_no_speculation", refuse)
+    with pytest.raises(RuntimeError, match="speculation checked"):
+        run_sitemaps(spark, crawl, NOW)
 
 
 def test_the_command_line_knows_the_stage_and_it_holds_the_round_lock():
@@ -231,3 +246,162 @@ def test_the_command_line_knows_the_stage_and_it_holds_the_round_lock():
     args = build_parser().parse_args(["sitemaps", "--crawl-dir", "c", "--now", "2026-02-01T12:00:00"])
     assert args.command == "sitemaps" and args.now == NOW
     assert "sitemaps" in STAGES and "sitemaps" in WRITERS and "sitemaps" not in SPILLERS
+
+
+# --- HostReader against a stub client on a fake clock (no network, no Spark, no sleeping) ---
+
+URLSET = b"<urlset><url><loc>%s</loc></url></urlset>"
+
+
+class FakeWeb:
+    """A stub HttpClient over ``site`` (url -> (status, headers, body[, seconds the request
+    takes]); a body that is an exception is raised) on a fake clock that requests and
+    sleeps move."""
+
+    def __init__(self, site: dict, monkeypatch, **overrides):
+        from types import SimpleNamespace
+
+        from crawlkit.conf import make_conf
+        from crawlkit.fetch.settings import FetchSettings
+        from crawlkit.stages import sitemaps
+
+        self.conf = make_conf(**{"fetcher__server_delay": 0.0, **overrides})
+        self.settings = FetchSettings.from_conf(self.conf)
+        self.site, self.log, self.waits, self.now = site, [], [], 1000.0
+        monkeypatch.setattr(sitemaps, "time", SimpleNamespace(monotonic=lambda: self.now, sleep=self.sleep))
+
+    def get(self, url, *, deadline, max_bytes, accept_types=None, headers=None):
+        from crawlkit.fetch.http import Response
+        from crawlkit.fetch.outcomes import utcnow
+
+        self.log.append(url)
+        status, hdrs, body, *took = self.site.get(url, (404, {}, b""))
+        self.now += took[0] if took else 0.0
+        if isinstance(body, Exception):
+            raise body
+        response = Response(url=url, fetched_at=utcnow(), status=status, headers=hdrs)
+        if 200 <= status < 300:
+            response.body, response.truncated = body[:max_bytes], len(body) > max_bytes
+        return response
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+    def reader(self):
+        from crawlkit.stages.sitemaps import HostReader
+
+        return HostReader(self.conf, self, self.sleep)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """``fake(site, **conf) -> FakeWeb``."""
+    return lambda site, **overrides: FakeWeb(site, monkeypatch, **overrides)
+
+
+def _robots(text: str, *took: float) -> tuple:
+    return (200, {}, text.encode(), *took)
+
+
+def test_a_malformed_sitemap_url_is_counted_and_the_others_are_read(fake):
+    web = fake({"http://h.test/robots.txt": _robots("Sitemap: http://[oops/s.xml\nSitemap: http://h.test/idx.xml\n"),
+                "http://h.test/idx.xml": (200, {}, b"<sitemapindex><sitemap><loc>http://[oops/a.xml</loc></sitemap>"
+                                          b"<sitemap><loc>http://h.test/s.xml</loc></sitemap></sitemapindex>"),
+                "http://h.test/s.xml": (200, {}, URLSET % b"http://h.test/page")})
+    found, counters = web.reader().read("h.test", ["http://h.test"])
+    assert list(found) == ["http://h.test/page"]
+    assert counters["bad_sitemap_url"] == 2 and counters["fetched"] == 2
+
+
+def test_an_error_reading_one_host_is_counted_and_the_task_goes_on(fake):
+    from crawlkit.stages.sitemaps import _read_host
+
+    web = fake({"http://bad.test/robots.txt": (200, {}, RuntimeError("unexpected")),
+                "http://h.test/robots.txt": _robots(""), "http://h.test/sitemap.xml": (200, {}, URLSET % b"http://h.test/p")})
+    reader = web.reader()
+    assert _read_host(reader, "bad.test", ["http://bad.test"]) == ({}, {"hosts": 1, "host_errors": 1})
+    found, counters = _read_host(reader, "h.test", ["http://h.test"])
+    assert list(found) == ["http://h.test/p"] and "host_errors" not in counters
+
+
+def test_redirected_sitemaps_are_followed_on_the_host_each_hop_checked_and_polite(fake):
+    site = {"http://h.test/robots.txt": _robots(
+                "User-agent: *\nDisallow: /private/\nSitemap: http://h.test/a.xml\nSitemap: http://h.test/b.xml\n"
+                "Sitemap: http://h.test/c.xml\nSitemap: http://h.test/loop0.xml\n"),
+            "http://h.test/a.xml": (301, {"location": "https://h.test/a.xml"}, b""),   # http -> https: same host
+            "https://h.test/a.xml": (200, {}, URLSET % b"https://h.test/p"),
+            "http://h.test/b.xml": (302, {"location": "http://cdn.test/b.xml"}, b""),
+            "http://h.test/c.xml": (301, {"location": "/private/c.xml"}, b"")}
+    for i in range(10):
+        site[f"http://h.test/loop{i}.xml"] = (301, {"location": f"/loop{i + 1}.xml"}, b"")
+    web = fake(site, fetcher__server_delay=2.0)
+    found, counters = web.reader().read("h.test", ["http://h.test"])
+    assert list(found) == ["https://h.test/p"] and counters["fetched"] == 1
+    assert counters["redirect_other_host"] == 1 and "http://cdn.test/b.xml" not in web.log
+    assert counters["sitemaps_robots_denied"] == 1 and "http://h.test/private/c.xml" not in web.log
+    assert counters["too_many_redirects"] == 1 and sum("loop" in url for url in web.log) == 6   # 1 + 5 hops
+    assert web.waits == [2.0] * (len(web.log) - 1)   # every hop waits the delay
+    assert "failed" not in counters
+
+
+def test_without_respect_robots_the_sitemap_lines_of_robots_txt_are_still_read(fake):
+    web = fake({"http://h.test/robots.txt": _robots("User-agent: *\nDisallow: /\nSitemap: http://h.test/sm/main.xml\n"),
+                "http://h.test/sm/main.xml": (200, {}, URLSET % b"http://h.test/page")}, fetcher__respect_robots=False)
+    found, counters = web.reader().read("h.test", ["http://h.test"])
+    assert list(found) == ["http://h.test/page"]   # its rules are not enforced
+    assert web.log == ["http://h.test/robots.txt", "http://h.test/sm/main.xml"]
+
+
+def test_a_sitemap_both_origins_list_is_read_once(fake):
+    robots = _robots("Sitemap: https://h.test/sitemap.xml\n")
+    web = fake({"http://h.test/robots.txt": robots, "https://h.test/robots.txt": robots,
+                "https://h.test/sitemap.xml": (200, {}, URLSET % b"https://h.test/page")})
+    found, counters = web.reader().read("h.test", ["http://h.test", "https://h.test"])
+    assert web.log.count("https://h.test/sitemap.xml") == 1 and counters["fetched"] == 1
+
+
+@pytest.mark.parametrize("hosts", [{"urls__hosts_deny": ["h.test"]}, {"urls__hosts_allow": [".other.test"]}])
+def test_a_host_the_url_filter_rejects_is_asked_nothing(fake, hosts):
+    web = fake({"http://h.test/robots.txt": _robots(""), "http://h.test/sitemap.xml": (200, {}, URLSET % b"http://h.test/p")},
+               **hosts)
+    found, counters = web.reader().read("h.test", ["http://h.test"])
+    assert (found, web.log, dict(counters)) == ({}, [], {"hosts": 1, "hosts_filtered": 1})
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_too_many_requests_or_unavailable_pauses_the_host_for_the_run(fake, status):
+    index = b"<sitemapindex>" + b"".join(b"<sitemap><loc>http://h.test/s%d.xml</loc></sitemap>" % i for i in range(6))
+    site = {"http://h.test/robots.txt": _robots("Sitemap: http://h.test/idx.xml\n"),
+            "http://h.test/idx.xml": (200, {}, index + b"</sitemapindex>"),
+            "https://h.test/robots.txt": _robots("")}
+    site.update({f"http://h.test/s{i}.xml": (status, {"retry-after": "3600"}, b"") for i in range(6)})
+    web = fake(site)
+    found, counters = web.reader().read("h.test", ["http://h.test", "https://h.test"])
+    assert web.log == ["http://h.test/robots.txt", "http://h.test/idx.xml", "http://h.test/s0.xml"]
+    assert counters["host_paused"] == 1 and counters["failed"] == 1
+
+
+def test_the_delay_runs_from_the_end_of_robots_txt_and_the_largest_crawl_delay_holds(fake):
+    web = fake({"http://h.test/robots.txt": _robots("User-agent: *\nCrawl-delay: 3\n", 1.5),   # 1.5 s to answer
+                "https://h.test/robots.txt": _robots("User-agent: *\nCrawl-delay: 1\n"),
+                "http://h.test/sitemap.xml": (200, {}, URLSET % b"http://h.test/a"),
+                "https://h.test/sitemap.xml": (200, {}, URLSET % b"https://h.test/b")})
+    found, counters = web.reader().read("h.test", ["http://h.test", "https://h.test"])
+    assert len(found) == 2
+    assert web.waits == [3.0, 3.0, 3.0]   # https's robots.txt asks less: the host's largest holds
+
+
+def test_a_sitemap_the_client_cut_drops_its_last_url_and_counts_it(fake):
+    body = b"<urlset>" + b"".join(b"<url><loc>http://h.test/page-%d.html</loc></url>" % i for i in range(10))
+    web = fake({"http://h.test/robots.txt": _robots(""), "http://h.test/sitemap.xml": (200, {}, body)},
+               sitemaps__max_bytes=len(body) - 8)
+    found, counters = web.reader().read("h.test", ["http://h.test"])
+    assert list(found)[-1] == "http://h.test/page-8.html" and len(found) == 9
+    assert counters["sitemaps_truncated"] == 1
+
+
+def test_only_counters_that_happened_are_given(fake):
+    web = fake({"http://h.test/robots.txt": _robots(""), "http://h.test/sitemap.xml": (200, {}, URLSET % b"http://h.test/a")})
+    _found, counters = web.reader().read("h.test", ["http://h.test"])
+    assert dict(counters) == {"hosts": 1, "fetched": 1, "urls_seen": 1}
