@@ -105,6 +105,7 @@ def test_opic_on_a_crawl_begun_under_pagerank_inserts_the_virtual_page_in_its_me
                                     "url string, host string, fetch_status string, fetched_at timestamp, "
                                     "truncated boolean, segment string")
     storage.write_segment_part(content, crawl_dir, "s1", "content", "content")
+    storage.ensure_table(spark, db_path, "crawldb")   # as the stages before scoring leave it
     before = storage.table_version(spark, db_path)
 
     counters = run_scoring(spark, crawl_dir, conf, NOW, segment="s1", scorer="opic")
