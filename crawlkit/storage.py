@@ -453,9 +453,13 @@ def read_bytes(spark: SparkSession, path: str) -> bytes | None:
 
 
 def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, counters: dict) -> None:
-    """A stage's counters, written beside and renamed into place: a kill mid-write leaves the
-    old file or none, never a torn one (a resumed fetch reads its own)."""
-    stats = join(segment_path(crawl_dir, segment), "_stats")
-    staging = join(stats, f".{stage}.json.writing")
-    write_text(spark, staging, json.dumps(counters, sort_keys=True, default=str))
-    move_into_place(spark, staging, join(stats, f"{stage}.json"))
+    """A stage's counters in ``segments/<segment>/_stats/<stage>.json``."""
+    write_json_file(spark, join(segment_path(crawl_dir, segment), "_stats"), f"{stage}.json", counters)
+
+
+def write_json_file(spark: SparkSession, folder: str, name: str, data: dict) -> None:
+    """``data`` as ``folder/name``, written beside and renamed into place: a kill mid-write
+    leaves the old file or none, never a torn one (a resumed fetch reads its own counters)."""
+    staging = join(folder, f".{name}.writing")
+    write_text(spark, staging, json.dumps(data, sort_keys=True, default=str))
+    move_into_place(spark, staging, join(folder, name))

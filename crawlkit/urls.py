@@ -469,11 +469,7 @@ class UrlFilter:
         host = _host_in(authority)
         if not host:
             return "invalid"
-        if self.hosts_deny and self.hosts_deny.matches(host):
-            return "host_denied"
-        if self.hosts_allow and not self.hosts_allow.matches(host):
-            return "host_not_allowed"
-        reason = self._check_path(path)
+        reason = self.check_host(host) or self._check_path(path)
         if reason:
             return reason
         if self.max_query_params is not None and query:
@@ -483,6 +479,14 @@ class UrlFilter:
             return "excluded"
         if self.include is not None and not self.include.search(url):
             return "not_included"
+        return None
+
+    def check_host(self, host: str) -> str | None:
+        """Why ``hosts_deny`` / ``hosts_allow`` refuse ``host`` (None: they do not)."""
+        if self.hosts_deny and self.hosts_deny.matches(host):
+            return "host_denied"
+        if self.hosts_allow and not self.hosts_allow.matches(host):
+            return "host_not_allowed"
         return None
 
     def _check_path(self, path: str) -> str | None:

@@ -105,7 +105,7 @@ class HostReader:
         """The host's sitemap URLs (url -> row) and the counters of reading them (none zero)."""
         counters: Counter = Counter(hosts=1)
         found: dict[str, dict] = {}
-        if self._host_refused(host):   # the crawl would not fetch its pages: ask it nothing
+        if self.url_filter.check_host(host):   # the crawl would not fetch its pages: ask it nothing
             counters["hosts_filtered"] += 1
             return found, counters
         self._waited_for, self._delay, self._paused = None, self.settings.server_delay, False
@@ -130,13 +130,6 @@ class HostReader:
             if not self._paused:
                 counters["sitemaps_over_cap"] += len(queue)   # left by the document or URL cap
         return found, +counters
-
-    def _host_refused(self, host: str) -> bool:
-        """``urls.hosts_deny`` / ``hosts_allow`` reject the host (the URL filter's host rules;
-        its path and regex rules are for pages, not sitemaps: a ``.gz`` sitemap is fine)."""
-        url_filter = self.url_filter
-        return bool((url_filter.hosts_deny and url_filter.hosts_deny.matches(host))
-                    or (url_filter.hosts_allow and not url_filter.hosts_allow.matches(host)))
 
     def _may_fetch(self, url: str, host: str, rules: RobotsRules, counters: Counter, other_host: str) -> bool:
         """A sitemap URL (or a redirect's target) may be asked for: on the host itself (the
@@ -396,14 +389,7 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     counters["sitemaps_fetched"] = counters.pop("fetched", 0)
     # the run's outcome always; the situational counters when they happened
     result = {k: counters.pop(k, 0) for k in ALWAYS} | {k: v for k, v in sorted(counters.items()) if v}
-    write_counters(spark, conf["crawl.dir"], now, result)
+    # <crawl>/_stats/sitemaps-<yyyymmddHHMMSS>.json: the stage has no segment
+    storage.write_json_file(spark, storage.join(conf["crawl.dir"], "_stats"),
+                            f"sitemaps-{now.strftime('%Y%m%d%H%M%S')}.json", result)
     return result
-
-
-def write_counters(spark: SparkSession, crawl_dir: str, now: datetime, counters: dict) -> None:
-    """``<crawl>/_stats/sitemaps-<yyyymmddHHMMSS>.json``, written beside and renamed into place."""
-    stats = storage.join(crawl_dir, "_stats")
-    name = f"sitemaps-{now.strftime('%Y%m%d%H%M%S')}.json"
-    staging = storage.join(stats, f".{name}.writing")
-    storage.write_text(spark, staging, json.dumps(counters, sort_keys=True, default=str))
-    storage.move_into_place(spark, staging, storage.join(stats, name))
