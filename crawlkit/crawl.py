@@ -1,4 +1,4 @@
-"""A crawl: inject once, then rounds of generate -> fetch -> parse -> updatedb -> dedup -> score.
+"""A crawl: inject once, then rounds of [sitemaps ->] generate -> fetch -> parse -> updatedb -> dedup -> score.
 
 Time comes from a ``clock`` callable so tests and simulations drive it; the CLI passes the
 wall clock. Each stage's counters and duration are collected into the round summary.
@@ -21,6 +21,7 @@ from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import new_segment_name, run_generate
 from crawlkit.stages.inject import run_inject
 from crawlkit.stages.parse import run_parse
+from crawlkit.stages.sitemaps import run_sitemaps
 from crawlkit.stages.updatedb import run_updatedb
 
 
@@ -46,7 +47,8 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
 
     A segment left unfinished by a round that died (crawlkit.resume) is continued first, and
     that is the round: its fetch resumes from the spilled results, the later stages are
-    idempotent. Otherwise generate writes a new segment.
+    idempotent. Otherwise (after the sitemaps of the hosts due for it, under
+    ``sitemaps.each_round``) generate writes a new segment.
     """
     from crawlkit.resume import resumable
 
@@ -60,6 +62,8 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
             else ("dedup", "score")
         return _finish(spark, conf, now, report, stages, log)
     report = RoundReport(segment=None)
+    if conf["sitemaps.each_round"]:   # the hosts due for it; what they list is generated below
+        _timed(report, "sitemaps", run_sitemaps, spark, conf, now)
     generated = _timed(report, "generate", run_generate, spark, conf, now, new_segment_name(spark, conf, now))
     segment = generated["segment"]
     if segment is None:

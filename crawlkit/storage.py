@@ -4,6 +4,7 @@ Layout under one crawl directory (a path or URI)::
 
     crawldb/                     Delta, one row per URL (schemas/crawldb.json)
     linkdb/                      Delta, append-only: a version of a page's links per fetch (schemas/links.json, crawlkit.linkdb)
+    hostdb/                      Delta, one row per host whose sitemaps were read (schemas/hostdb.json, crawlkit.stages.sitemaps)
     segments/<segment>/fetchlist Parquet, written by generate, one host per partition
     segments/<segment>/content   Parquet, written by fetch (nothing dropped)
     segments/<segment>/parse     Parquet, written by parse
@@ -33,6 +34,7 @@ from crawlkit.paths import scheme_of
 
 CRAWLDB = "crawldb"
 LINKDB = "linkdb"
+HOSTDB = "hostdb"
 SCHEMA_PROPERTY = "crawlkit.schema"   # table property: "<table>:v<version>" of the declaration it follows
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,10 @@ def crawldb_path(crawl_dir: str) -> str:
 
 def linkdb_path(crawl_dir: str) -> str:
     return join(crawl_dir, LINKDB)
+
+
+def hostdb_path(crawl_dir: str) -> str:
+    return join(crawl_dir, HOSTDB)
 
 
 def segment_path(crawl_dir: str, segment: str, part: str | None = None) -> str:

@@ -9,7 +9,7 @@ from crawlkit.inspect.text import bin_label
 from crawlkit.report import plots
 from crawlkit.status import Status
 
-STAGE_ORDER = ["generate", "fetch", "parse", "updatedb", "dedup", "score", "evict"]  # a round's stages, in order
+STAGE_ORDER = ["sitemaps", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict"]  # a round's stages, in order
 STATUS_GROUPS = {Status.FETCHED.value: "fetched", Status.NOT_MODIFIED.value: "fetched",
                  Status.UNFETCHED.value: "unfetched"}  # every other status: "other"
 

@@ -1,10 +1,14 @@
 """sitemaps: URLs and their lastmod from the sitemaps of the crawldb's hosts, merged into it.
 
-As Nutch's SitemapProcessor: every host the crawldb knows is visited each run (there is no
-per-host "sitemaps read" marker: the crawldb has no column for one, and a run costs a
-robots.txt and a few documents per host), in tasks that own whole hosts as fetch's do
-(``spark.speculation`` is refused: a speculative copy would read the same hosts at once). A
-host ``urls.hosts_deny`` / ``hosts_allow`` rejects is asked nothing. Per host, one request at a
+As Nutch's SitemapProcessor, for the hosts the crawldb knows, in tasks that own whole hosts
+as fetch's do (``spark.speculation`` is refused: a speculative copy would read the same hosts
+at once). A host is read again only ``sitemaps.interval`` after its last read to the end,
+which the hostdb (``<crawl>/hostdb``, schemas/hostdb.json) records; a read cut short (a 429
+or 503, a failed request, an unreachable robots.txt, an error) is not recorded, so the host
+is read at the next run. ``crawlkit sitemaps`` runs the stage; under ``sitemaps.each_round``
+every round runs it before generate (as Nutch's crawl script's ``--sitemaps-from-hostdb
+always``), so a host found in one round has its sitemaps read in the next. A host
+``urls.hosts_deny`` / ``hosts_allow`` rejects is asked nothing. Per host, one request at a
 time, ``fetcher.server_delay`` apart from the end of the one before (or the largest robots.txt
 Crawl-delay of the host's origins, capped at ``fetcher.max_crawl_delay``):
 
@@ -27,7 +31,7 @@ is not applied). URLs are normalized and filtered as inject's seeds. A host whos
 fails unexpectedly is logged and counted (``host_errors``); the task goes on.
 
 The merge is one tagged commit (``sitemaps:<now>``), none when nothing changes (a second run
-over unchanged sitemaps commits nothing):
+over unchanged sitemaps commits nothing to the crawldb):
 
 * a new URL is inserted unfetched, depth 1, with the score inject gives a seed without one,
   metadata ``source=sitemap`` and ``sitemap_lastmod`` / ``sitemap_priority`` when given;
@@ -39,6 +43,10 @@ over unchanged sitemaps commits nothing):
   unfetched and retrying URLs are due on their own schedule, gone, evicted and duplicate
   ones are left alone.
 
+The hosts read to the end are then recorded in the hostdb, in a second commit with the same
+tag: a crash between the two leaves those hosts unrecorded, and the next run reads them again
+and merges nothing new (the merge is idempotent).
+
 Counters (``ALWAYS``, and the others that happened) are printed and written to ``<crawl>/_stats/sitemaps-<now>.json``
 (this stage has no segment).
 """
@@ -48,7 +56,7 @@ import json
 import logging
 import time
 from collections import Counter, deque
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urljoin
 
@@ -56,7 +64,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import storage
+from crawlkit import schemas, storage
 from crawlkit.conf import Conf
 from crawlkit.fetch.guard import AddressGuard
 from crawlkit.fetch.http import HttpClient, Response
@@ -70,13 +78,16 @@ from crawlkit.urls import UrlFilter, UrlNormalizer, domain_of, host_of
 FOUND_SCHEMA = pa.schema([
     ("url", pa.string()), ("host", pa.string()), ("domain", pa.string()),
     ("lastmod", pa.timestamp("us", tz="UTC")), ("changefreq", pa.string()),
-    ("priority", pa.float64()), ("sitemap", pa.string()), ("counters", pa.string())])
+    ("priority", pa.float64()), ("sitemap", pa.string()), ("counters", pa.string()),
+    ("complete", pa.bool_()), ("found_urls", pa.int32())])
 FOUND_DDL = ("url string, host string, domain string, lastmod timestamp, changefreq string, "
-             "priority double, sitemap string, counters string")
+             "priority double, sitemap string, counters string, complete boolean, found_urls int")
+# a host's read with one of these counters was cut short: not recorded, so read at the next run
+CUT_SHORT = ("hosts_filtered", "robots_unreachable", "failed", "host_paused", "host_errors")
 # statuses whose rows hold a fetched copy: a newer lastmod makes them due
 HELD = (Status.FETCHED, Status.NOT_MODIFIED, Status.REDIRECT_TEMP, Status.REDIRECT_PERM)
 MAX_REDIRECTS = 5   # as for robots.txt (RFC 9309)
-ALWAYS = ("hosts", "sitemaps_fetched", "urls_seen", "new", "made_due")   # counters given even when 0
+ALWAYS = ("hosts", "sitemaps_fetched", "urls_seen", "new", "made_due", "hosts_recorded")   # counters given even when 0
 log = logging.getLogger(__name__)
 
 
@@ -271,8 +282,9 @@ def _read_host(reader: HostReader, host: str, origins: list[str]) -> tuple[dict[
 
 
 def _read_partition(conf: dict):
-    """The mapInArrow task: (host, origin) rows sorted by host in; the found URLs out, then
-    one row with the task's counters (JSON) in ``counters``."""
+    """The mapInArrow task: (host, origin) rows sorted by host in; out, per host its found
+    URLs and one host row (``url`` null, ``complete``: read to the end, ``found_urls``),
+    then one row with the task's counters (JSON) in ``counters``."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         settings = FetchSettings.from_conf(conf)
@@ -288,10 +300,11 @@ def _read_partition(conf: dict):
             for host, origins in by_host.items():
                 found, counters = _read_host(reader, host, sorted(set(origins)))
                 totals.update(counters)
-                if found:
-                    domain = domain_of(host)
-                    rows = [{**row, "domain": domain, "counters": None} for row in found.values()]
-                    yield pa.RecordBatch.from_pylist(rows, schema=FOUND_SCHEMA)
+                domain = domain_of(host) if found else None
+                rows = [{**row, "domain": domain} for row in found.values()]
+                rows.append({"host": host, "complete": not any(counters[k] for k in CUT_SHORT),
+                             "found_urls": len(found)})
+                yield pa.RecordBatch.from_pylist(rows, schema=FOUND_SCHEMA)
         finally:
             client.close()
         yield pa.RecordBatch.from_pylist([{"counters": json.dumps(totals)}], schema=FOUND_SCHEMA)
@@ -307,9 +320,19 @@ def crawldb_origins(crawldb: DataFrame) -> DataFrame:
             .filter(F.col("origin").rlike("^https?://")).distinct())
 
 
+def hosts_due(origins: DataFrame, hostdb: DataFrame, now: datetime, interval: float) -> DataFrame:
+    """The (host, origin) rows of the hosts whose sitemaps were not read to the end within
+    ``interval`` seconds before ``now`` (0: every host)."""
+    if interval <= 0:
+        return origins
+    recent = hostdb.filter(F.col("sitemaps_read") > F.lit(now - timedelta(seconds=interval)).cast("timestamp"))
+    return origins.join(recent.select("host"), "host", "left_anti")
+
+
 def read_sitemaps(origins: DataFrame, conf: Conf) -> DataFrame:
-    """The sitemap-found rows (url, host, domain, lastmod, changefreq, priority, sitemap)
-    and the tasks' counter rows (``counters`` set, everything else null)."""
+    """The sitemap-found rows (url, host, domain, lastmod, changefreq, priority, sitemap),
+    a row per host read (``url`` and ``counters`` null; ``complete``, ``found_urls``) and
+    the tasks' counter rows (``counters`` set, everything else null)."""
     spark = origins.sparkSession
     partitions = conf["sitemaps.partitions"] or spark.sparkContext.defaultParallelism
     return (origins.repartition(partitions, "host").sortWithinPartitions("host", "origin")
@@ -353,7 +376,8 @@ def made_due(found: DataFrame, crawldb: DataFrame, now: datetime) -> DataFrame:
 
 
 def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
-    """Read the crawldb hosts' sitemaps and merge what they list (one commit, or none)."""
+    """Read the sitemaps of the crawldb's hosts due for it and merge what they list (one
+    crawldb commit, or none), then record the hosts read to the end in the hostdb."""
     from crawlkit.scoring import get_scorer, real_pages
     from crawlkit.stages.fetch import check_no_speculation
     from crawlkit.stages.inject import seed_rows
@@ -361,31 +385,38 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     check_no_speculation(spark.sparkContext.getConf().get("spark.speculation", "false"))
     path = storage.crawldb_path(conf["crawl.dir"])
     table = storage.ensure_table(spark, path, "crawldb", deletion_vectors=conf["db.deletion_vectors"])
+    hostdb = storage.ensure_table(spark, storage.hostdb_path(conf["crawl.dir"]), "hostdb")
     crawldb = table.toDF()
-    output = read_sitemaps(crawldb_origins(real_pages(crawldb)), conf).localCheckpoint(eager=True)
+    origins = crawldb_origins(real_pages(crawldb)).localCheckpoint(eager=True)
+    due = hosts_due(origins, hostdb.toDF(), now, conf["sitemaps.interval"])
+    output = read_sitemaps(due, conf).localCheckpoint(eager=True)
     counters: Counter = Counter()
     for row in output.filter(F.col("counters").isNotNull()).select("counters").collect():
         counters.update(json.loads(row["counters"]))
+    if due is not origins:
+        counters["hosts_not_due"] = origins.select("host").distinct().count() - counters["hosts"]
     found = one_per_url(output.filter(F.col("url").isNotNull()))
     fresh = new_rows(found, crawldb, get_scorer(conf["scoring.scorer"]).initial_score(conf))
     fresh = fresh.localCheckpoint(eager=True)
-    due = made_due(found, crawldb, now).localCheckpoint(eager=True)
-    new, made = fresh.count(), due.count()
-    if new or made:
-        source = due.withColumn("_known", F.lit(True))
+    made = made_due(found, crawldb, now).localCheckpoint(eager=True)
+    new, made_count = fresh.count(), made.count()
+    tag = f"sitemaps:{now.isoformat()}"
+    if new or made_count:
+        source = made.withColumn("_known", F.lit(True))
         if new:
             source = seed_rows(fresh, crawldb, conf, now).withColumn("_known", F.lit(False)).unionByName(
                 source, allowMissingColumns=True)
         source = source.localCheckpoint(eager=True)
         columns = [f.name for f in crawldb.schema.fields]
-        with storage.commit_tag(spark, f"sitemaps:{now.isoformat()}"):
+        with storage.commit_tag(spark, tag):
             # new URLs inserted; known ones made due; OPIC's virtual page gives the new ones cash
             (table.alias("db").merge(source.alias("s"), "db.url = s.url")
              .whenMatchedUpdate(condition="s._known", set={"fetch_time": "s.fetch_time",
                                                            "fetch_interval": "s.fetch_interval"})
              .whenMatchedUpdate(set={"opic_cash": "s.opic_cash"})
              .whenNotMatchedInsert(values={c: f"s.{c}" for c in columns}).execute())
-    counters.update(new=new, made_due=made)
+    counters["hosts_recorded"] = record_hosts_read(spark, hostdb, output, now, tag)
+    counters.update(new=new, made_due=made_count)
     counters["sitemaps_fetched"] = counters.pop("fetched", 0)
     # the run's outcome always; the situational counters when they happened
     result = {k: counters.pop(k, 0) for k in ALWAYS} | {k: v for k, v in sorted(counters.items()) if v}
@@ -393,3 +424,18 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     storage.write_json_file(spark, storage.join(conf["crawl.dir"], "_stats"),
                             f"sitemaps-{now.strftime('%Y%m%d%H%M%S')}.json", result)
     return result
+
+
+def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datetime, tag: str) -> int:
+    """Record in the hostdb the hosts of ``output`` read to the end, at ``now`` (one commit
+    tagged ``tag``, none when there are none); how many."""
+    read = (output.filter(F.col("url").isNull() & F.col("counters").isNull() & F.col("complete"))
+            .select("host", F.lit(now).cast("timestamp").alias("sitemaps_read"),
+                    F.col("found_urls").alias("sitemap_urls"))
+            .dropDuplicates(["host"]))   # one task reads a host; a MERGE refuses a repeated key
+    count = read.count()
+    if count:
+        with storage.commit_tag(spark, tag):
+            (hostdb.alias("h").merge(schemas.conform(read, "hostdb").alias("r"), "h.host = r.host")
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    return count

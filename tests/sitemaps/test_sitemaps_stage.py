@@ -156,10 +156,26 @@ def test_sitemaps_add_same_host_urls_make_newer_pages_due_and_run_again_changes_
     assert "http://sm.test/private/sitemap.xml" not in requested
     assert {"http://sm.test/robots.txt", "http://other.test/robots.txt", "http://other.test/sitemap.xml"} <= set(requested)
 
-    again = run_sitemaps(spark, conf, NOW + timedelta(hours=1))
-    assert (again["new"], again["made_due"], again["sitemaps_fetched"]) == (0, 0, 4)
+    # both hosts were read to the end: recorded, with the URLs each listed
+    hostdb = storage.read_table(spark, storage.hostdb_path(conf["crawl.dir"]), "hostdb").collect()
+    assert sorted((r.host, r.sitemaps_read, r.sitemap_urls) for r in hostdb) == [
+        ("other.test", NOW, 1), ("sm.test", NOW, 8)]
+    assert counters["hosts_recorded"] == 2
+
+    # within sitemaps.interval (a day) no host is read again: nothing asked, nothing committed
+    asked = len(web.access_log())
+    soon = run_sitemaps(spark, conf, NOW + timedelta(hours=1))
+    assert (soon["hosts"], soon["hosts_not_due"], soon["sitemaps_fetched"], soon["hosts_recorded"]) == (0, 2, 0, 0)
+    assert len(web.access_log()) == asked
+
+    # a day later both are read again; the unchanged sitemaps change nothing in the crawldb
+    later = NOW + timedelta(days=1)
+    again = run_sitemaps(spark, conf, later)
+    assert (again["hosts"], again["new"], again["made_due"], again["sitemaps_fetched"]) == (2, 0, 0, 4)
     assert storage.commit_tags(spark, path) == commits + [f"sitemaps:{NOW.isoformat()}"]   # no commit
     assert _db(spark, conf) == after
+    hostdb = storage.read_table(spark, storage.hostdb_path(conf["crawl.dir"]), "hostdb").collect()
+    assert sorted((r.host, r.sitemaps_read) for r in hostdb) == [("other.test", later), ("sm.test", later)]
 
 
 def test_without_robots_sitemaps_or_guessing_nothing_is_read(spark, crawl, web):
@@ -405,3 +421,47 @@ def test_only_counters_that_happened_are_given(fake):
     web = fake({"http://h.test/robots.txt": _robots(""), "http://h.test/sitemap.xml": (200, {}, URLSET % b"http://h.test/a")})
     _found, counters = web.reader().read("h.test", ["http://h.test"])
     assert dict(counters) == {"hosts": 1, "fetched": 1, "urls_seen": 1}
+
+
+def test_a_round_under_each_round_reads_the_sitemaps_first_and_fetches_what_they_list(spark, crawl, web):
+    from crawlkit.crawl import run_round
+
+    conf = crawl.with_overrides({"sitemaps.each_round": True, "crawl.topN": 100})
+    table = storage.ensure_table(spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb")
+    table.update("generated_segment is not null", {"generated_segment": "null"})   # the fixture's lock: no segment
+    report = run_round(spark, conf, NOW, lambda _msg: None)
+    assert list(report.seconds)[:2] == ["sitemaps", "generate"]
+    assert report.counters["sitemaps"]["new"] == 4
+    # the URLs only a sitemap names were generated and fetched in the same round
+    fetched = {r.url for r in storage.read_table(spark, storage.crawldb_path(conf["crawl.dir"]), "crawldb").collect()
+               if r.status == "fetched"}
+    assert FROM_SITEMAPS <= fetched
+    round_stats = json.loads(storage.read_text(spark, storage.join(
+        storage.segment_path(conf["crawl.dir"], report.segment), "_stats", "round.json")))
+    assert "sitemaps" in round_stats["seconds"]
+
+
+def test_a_read_cut_short_is_not_recorded_and_one_read_to_the_end_is(fake, monkeypatch):
+    """The task's host rows: a host paused by a 503, whose sitemap failed (500) or whose read
+    raised is read again at the next run; a host with a missing sitemap (404) was read to the end."""
+    import pyarrow as pa
+
+    from crawlkit.stages import sitemaps
+
+    web = fake({"http://ok.test/robots.txt": _robots(""),
+                "http://ok.test/sitemap.xml": (200, {}, URLSET % b"http://ok.test/a"),
+                "http://none.test/robots.txt": _robots(""),
+                "http://busy.test/robots.txt": _robots(""),
+                "http://busy.test/sitemap.xml": (503, {}, b""),
+                "http://broken.test/robots.txt": _robots(""),
+                "http://broken.test/sitemap.xml": (500, {}, b""),
+                "http://raising.test/robots.txt": _robots(""),
+                "http://raising.test/sitemap.xml": (200, {}, RuntimeError("a bug"))})
+    web.close = lambda: None
+    monkeypatch.setattr(sitemaps, "HttpClient", lambda _settings, _guard: web)
+    hosts = ["ok.test", "none.test", "busy.test", "broken.test", "raising.test"]
+    batch = pa.RecordBatch.from_pylist([{"host": h, "origin": f"http://{h}"} for h in hosts])
+    rows = [r for b in sitemaps._read_partition(web.conf.to_dict())(iter([batch])) for r in b.to_pylist()]
+    host_rows = {r["host"]: (r["complete"], r["found_urls"]) for r in rows if r["url"] is None and r["counters"] is None}
+    assert host_rows == {"ok.test": (True, 1), "none.test": (True, 0), "busy.test": (False, 0),
+                         "broken.test": (False, 0), "raising.test": (False, 0)}
