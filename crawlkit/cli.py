@@ -35,6 +35,7 @@ STAGES = {
     "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/dedup/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
+    "warc": "write a segment's fetched responses as WARC 1.1 files (archives, replay tools)",
     "stats": "crawldb statistics: counts by status, top hosts, score and fetch-interval distributions",
     "dump": "one URL's crawldb record with its inlinks (and anchors) and outlinks",
     "top": "the top pages by the active score",
@@ -120,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="merge the seed lines' metadata into known URLs (sets inject.update)")
             p.add_argument("--refetch", action="store_true", default=None,
                            help="make known seed URLs due now (sets inject.refetch)")
-        if name in ("fetch", "parse", "updatedb", "dedup", "score", "evict"):
+        if name in ("fetch", "parse", "updatedb", "dedup", "score", "evict", "warc"):
             p.add_argument("--segment", help="segment name (default: the newest)")
         if name == "generate":
             p.add_argument("--topN", type=int, help="URLs to generate (sets crawl.topN)")
@@ -142,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="only what changed since the newest export of crawldb version V, plus deletions")
             p.add_argument("--since-export", metavar="DIR",
                            help="only what changed since the complete export in DIR, plus deletions")
+        if name == "warc":
+            p.add_argument("--out", required=True, help="directory to write the .warc.gz files to (path or URI)")
         if name == "evaluate":
             from crawlkit.evaluate.cli import add_arguments
             add_arguments(p)
@@ -308,6 +311,9 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
             raise
         except ValueError as exc:
             raise SystemExit(f"crawlkit export: {exc}") from None
+    if cmd == "warc":
+        from crawlkit.stages.warc import run_warc
+        return run_warc(spark, conf, args.segment or _latest_segment(spark, conf), args.out)
     if cmd in INSPECTION:
         from crawlkit.inspect.command import run_inspection
         return run_inspection(spark, conf, args, now, (lambda _text: None) if args.quiet else print)
