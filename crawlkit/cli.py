@@ -35,6 +35,7 @@ STAGES = {
     "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/dedup/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
+    "maintain": "compact the crawl's Delta tables and delete the files no kept version needs (OPTIMIZE, VACUUM)",
     "warc": "write a segment's fetched responses as WARC 1.1 files (archives, replay tools)",
     "stats": "crawldb statistics: counts by status, top hosts, score and fetch-interval distributions",
     "dump": "one URL's crawldb record with its inlinks (and anchors) and outlinks",
@@ -48,7 +49,8 @@ INSPECTION = ("stats", "dump", "top", "report")
 
 # Commands that change the crawl directory hold its lock while they run.
 SPILLERS = {"generate", "fetch", "round", "crawl"}   # commands whose fetch tasks write the crawl dir
-WRITERS = {"inject", "sitemaps", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict", "crawl", "round"}
+WRITERS = {"inject", "sitemaps", "generate", "fetch", "parse", "updatedb", "dedup", "score", "evict", "crawl", "round",
+           "maintain"}
 
 
 def utc_now() -> datetime:
@@ -311,6 +313,9 @@ def _dispatch(cmd, args, spark, conf, now, say) -> dict:
             raise
         except ValueError as exc:
             raise SystemExit(f"crawlkit export: {exc}") from None
+    if cmd == "maintain":
+        from crawlkit.stages.maintain import run_maintain
+        return run_maintain(spark, conf, now)
     if cmd == "warc":
         from crawlkit.stages.warc import run_warc
         return run_warc(spark, conf, args.segment or _latest_segment(spark, conf), args.out)

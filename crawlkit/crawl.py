@@ -20,6 +20,7 @@ from crawlkit.stages.evict import run_evict
 from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import new_segment_name, run_generate
 from crawlkit.stages.inject import run_inject
+from crawlkit.stages.maintain import maintenance_due, run_maintain
 from crawlkit.stages.parse import run_parse
 from crawlkit.stages.sitemaps import run_sitemaps
 from crawlkit.stages.updatedb import run_updatedb
@@ -97,6 +98,9 @@ def _finish(spark: SparkSession, conf: Conf, now: datetime, report: RoundReport,
                         {"segment": segment, "seconds": report.seconds, "options": conf.changed(),
                          "resumed_from": report.resumed_from})
     log(f"round {segment}: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
+    if maintenance_due(spark, conf):   # after the round is marked finished: a crash here loses no round
+        _timed(report, "maintain", run_maintain, spark, conf, now)
+        log(f"maintain: {report.seconds['maintain']:.1f}s")
     return report
 
 
