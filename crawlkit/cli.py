@@ -32,7 +32,7 @@ STAGES = {
     "dedup": "mark pages whose visible text a kept page already has as duplicate",
     "score": "run a scorer (PageRank, OPIC, ...) and write the scores to the crawldb",
     "evict": "apply the limited buffer (crawl.buffer_pages): evict the lowest-scored stored pages",
-    "crawl": "inject, then run rounds of generate/fetch/parse/updatedb/dedup/score",
+    "crawl": "inject, then run rounds of [sitemaps/]generate/fetch/parse/updatedb/dedup/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
     "maintain": "compact the crawl's Delta tables and delete the files no kept version needs (OPTIMIZE, VACUUM)",

@@ -70,6 +70,8 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
     if segment is None:
         return report
     report.segment = segment
+    if "sitemaps" in report.counters:   # beside the round's other stages' counters, for `crawlkit report`
+        storage.write_stats(spark, conf["crawl.dir"], segment, "sitemaps", report.counters["sitemaps"])
     return _finish(spark, conf, now, report, ("fetch", "parse", "updatedb", "dedup", "score"), log)
 
 

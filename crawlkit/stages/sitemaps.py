@@ -4,18 +4,18 @@ As Nutch's SitemapProcessor, for the hosts the crawldb knows, in tasks that own 
 as fetch's do (``spark.speculation`` is refused: a speculative copy would read the same hosts
 at once). A host is read again only ``sitemaps.interval`` after its last read to the end,
 which the hostdb (``<crawl>/hostdb``, schemas/hostdb.json) records; a read cut short (a 429
-or 503, a failed request, an unreachable robots.txt, an error) is not recorded, so the host
-is read at the next run. ``crawlkit sitemaps`` runs the stage; under ``sitemaps.each_round``
+or 503, a failed request, an unreachable robots.txt, an error) is retried after a backoff
+that doubles with each one in a row, or the host's Retry-After (``record_hosts_read``). ``crawlkit sitemaps`` runs the stage; under ``sitemaps.each_round``
 every round runs it before generate (as Nutch's crawl script's ``--sitemaps-from-hostdb
 always``), so a host found in one round has its sitemaps read in the next. A host
 ``urls.hosts_deny`` / ``hosts_allow`` rejects is asked nothing. Per host, one request at a
 time, ``fetcher.server_delay`` apart from the end of the one before (or the largest robots.txt
 Crawl-delay of the host's origins, capped at ``fetcher.max_crawl_delay``):
 
-1. robots.txt of each origin (scheme://host:port) of the host with crawldb rows; under
-   ``fetcher.respect_robots`` an unreachable one (5xx, timeout) skips the origin this run,
-   and sitemap URLs it disallows are not fetched; without it, robots.txt is still read for
-   its Sitemap: lines, its rules are not applied;
+1. robots.txt of each origin (scheme://host:port) of the host with crawldb rows; an
+   unreachable one (5xx, 429, timeout) skips the origin this run (a read cut short); under
+   ``fetcher.respect_robots`` sitemap URLs it disallows are not fetched; without it,
+   robots.txt is still read for its Sitemap: lines, its rules are not applied;
 2. its ``Sitemap:`` lines, else ``/sitemap.xml`` when ``sitemaps.guess``;
 3. indexes followed breadth first to ``sitemaps.max_depth``, at most
    ``sitemaps.max_sitemaps_per_host`` documents and ``sitemaps.max_urls_per_host`` URLs. A
@@ -43,9 +43,9 @@ over unchanged sitemaps commits nothing to the crawldb):
   unfetched and retrying URLs are due on their own schedule, gone, evicted and duplicate
   ones are left alone.
 
-The hosts read to the end are then recorded in the hostdb, in a second commit with the same
-tag: a crash between the two leaves those hosts unrecorded, and the next run reads them again
-and merges nothing new (the merge is idempotent).
+The hosts read are then recorded in the hostdb, in a second commit with the same tag: a crash
+between the two leaves those hosts unrecorded, and the next run reads them again and merges
+nothing new (the merge is idempotent).
 
 Counters (``ALWAYS``, and the others that happened) are printed and written to ``<crawl>/_stats/sitemaps-<now>.json``
 (this stage has no segment).
@@ -64,10 +64,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import schemas, storage
+from crawlkit import storage
 from crawlkit.conf import Conf
 from crawlkit.fetch.guard import AddressGuard
 from crawlkit.fetch.http import HttpClient, Response
+from crawlkit.fetch.outcomes import parse_retry_after
 from crawlkit.fetch.robots import RobotsRules, fetch_rules
 from crawlkit.fetch.settings import FetchSettings
 from crawlkit.fetch.sitemap import parse_sitemap
@@ -79,11 +80,12 @@ FOUND_SCHEMA = pa.schema([
     ("url", pa.string()), ("host", pa.string()), ("domain", pa.string()),
     ("lastmod", pa.timestamp("us", tz="UTC")), ("changefreq", pa.string()),
     ("priority", pa.float64()), ("sitemap", pa.string()), ("counters", pa.string()),
-    ("complete", pa.bool_()), ("found_urls", pa.int32())])
+    ("outcome", pa.string()), ("found_urls", pa.int32()), ("retry_after", pa.int32())])
 FOUND_DDL = ("url string, host string, domain string, lastmod timestamp, changefreq string, "
-             "priority double, sitemap string, counters string, complete boolean, found_urls int")
-# a host's read with one of these counters was cut short: not recorded, so read at the next run
-CUT_SHORT = ("hosts_filtered", "robots_unreachable", "failed", "host_paused", "host_errors")
+             "priority double, sitemap string, counters string, outcome string, found_urls int, retry_after int")
+# a host's read with one of these counters was cut short: retried after a backoff (hosts_due)
+CUT_SHORT = ("robots_unreachable", "failed", "host_paused", "host_errors")
+RETRY_BASE = 3600.0   # seconds before a cut-short read is retried, doubling with each one in a row
 # statuses whose rows hold a fetched copy: a newer lastmod makes them due
 HELD = (Status.FETCHED, Status.NOT_MODIFIED, Status.REDIRECT_TEMP, Status.REDIRECT_PERM)
 MAX_REDIRECTS = 5   # as for robots.txt (RFC 9309)
@@ -111,6 +113,7 @@ class HostReader:
         self._waited_for: float | None = None   # when the last request to the host ended
         self._delay = self.settings.server_delay   # the host's delay: the largest asked for
         self._paused = False   # the host answered 429 or 503: no more requests this run
+        self.retry_after: int | None = None   # seconds the host's 429/503 asked for (Retry-After)
 
     def read(self, host: str, origins: list[str]) -> tuple[dict[str, dict], Counter]:
         """The host's sitemap URLs (url -> row) and the counters of reading them (none zero)."""
@@ -120,6 +123,7 @@ class HostReader:
             counters["hosts_filtered"] += 1
             return found, counters
         self._waited_for, self._delay, self._paused = None, self.settings.server_delay, False
+        self.retry_after = None
         seen: set[str] = set()   # per host: http and https robots.txt often list the same sitemap
         docs = 0
         for origin in origins:
@@ -180,7 +184,7 @@ class HostReader:
         rules = fetch_rules(self.client, origin, self.settings.robots_agent,
                             time.monotonic() + self.settings.page_deadline)
         self._waited_for = time.monotonic()   # the delay runs from the end of a request
-        if self.settings.respect_robots and rules.unreachable:
+        if rules.unreachable:   # a failing server (5xx, 429, timeout): asked nothing more this run
             counters["robots_unreachable"] += 1
             return rules, []
         if self.settings.respect_robots and rules.crawl_delay is not None:
@@ -229,7 +233,8 @@ class HostReader:
 
     def _count_failure(self, response: Response, counters: Counter) -> None:
         """Count a failed request; a 429 or 503 pauses the host for this run, as the fetcher
-        stops asking a host that wants a pause (its Retry-After is not waited out here)."""
+        stops asking a host that wants a pause, and its Retry-After is kept: the host is not
+        asked again before it (``record_hosts_read``)."""
         status = response.status
         if response.failure is not None or status is None:
             counters["failed"] += 1
@@ -237,6 +242,8 @@ class HostReader:
             counters["failed"] += 1
             counters["host_paused"] += 1
             self._paused = True
+            self.retry_after = parse_retry_after(response.headers.get("retry-after"), response.fetched_at,
+                                                 self.settings.max_retry_after)
         else:
             counters["missing" if 400 <= status < 500 else "failed"] += 1
 
@@ -271,6 +278,13 @@ def _join(base: str, ref: str, counters: Counter) -> str | None:
         return None
 
 
+def host_outcome(counters: Counter) -> str:
+    """``filtered`` (asked nothing), ``cut_short`` (CUT_SHORT) or ``complete``."""
+    if counters["hosts_filtered"]:
+        return "filtered"
+    return "cut_short" if any(counters[k] for k in CUT_SHORT) else "complete"
+
+
 def _read_host(reader: HostReader, host: str, origins: list[str]) -> tuple[dict[str, dict], Counter]:
     """One host's read; an error it did not expect is logged and counted (``host_errors``),
     and the task goes on with its other hosts."""
@@ -283,8 +297,8 @@ def _read_host(reader: HostReader, host: str, origins: list[str]) -> tuple[dict[
 
 def _read_partition(conf: dict):
     """The mapInArrow task: (host, origin) rows sorted by host in; out, per host its found
-    URLs and one host row (``url`` null, ``complete``: read to the end, ``found_urls``),
-    then one row with the task's counters (JSON) in ``counters``."""
+    URLs and one host row (``url`` null; ``outcome``, ``found_urls``, ``retry_after``), then
+    one row with the task's counters (JSON) in ``counters``."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         settings = FetchSettings.from_conf(conf)
@@ -302,8 +316,8 @@ def _read_partition(conf: dict):
                 totals.update(counters)
                 domain = domain_of(host) if found else None
                 rows = [{**row, "domain": domain} for row in found.values()]
-                rows.append({"host": host, "complete": not any(counters[k] for k in CUT_SHORT),
-                             "found_urls": len(found)})
+                rows.append({"host": host, "outcome": host_outcome(counters), "found_urls": len(found),
+                             "retry_after": reader.retry_after})
                 yield pa.RecordBatch.from_pylist(rows, schema=FOUND_SCHEMA)
         finally:
             client.close()
@@ -321,17 +335,22 @@ def crawldb_origins(crawldb: DataFrame) -> DataFrame:
 
 
 def hosts_due(origins: DataFrame, hostdb: DataFrame, now: datetime, interval: float) -> DataFrame:
-    """The (host, origin) rows of the hosts whose sitemaps were not read to the end within
-    ``interval`` seconds before ``now`` (0: every host)."""
-    if interval <= 0:
-        return origins
-    recent = hostdb.filter(F.col("sitemaps_read") > F.lit(now - timedelta(seconds=interval)).cast("timestamp"))
-    return origins.join(recent.select("host"), "host", "left_anti")
+    """The (host, origin) rows of the hosts due for their sitemaps: not read to the end
+    within ``interval`` seconds before ``now`` (0: whenever), and not waiting out a cut-short
+    read's retry time. A read recorded after ``now`` (a clock set back, a run at a later
+    ``--now``) does not count as recent: that host is due."""
+    now_ts = F.lit(now).cast("timestamp")
+    waiting = F.col("sitemaps_retry_at") > now_ts
+    if interval > 0:
+        since = F.lit(now - timedelta(seconds=interval)).cast("timestamp")
+        waiting = waiting | ((F.col("sitemaps_read") > since) & (F.col("sitemaps_read") <= now_ts))
+    return origins.join(hostdb.filter(waiting).select("host"), "host", "left_anti")
 
 
 def read_sitemaps(origins: DataFrame, conf: Conf) -> DataFrame:
     """The sitemap-found rows (url, host, domain, lastmod, changefreq, priority, sitemap),
-    a row per host read (``url`` and ``counters`` null; ``complete``, ``found_urls``) and
+    a row per host read (``url`` and ``counters`` null; ``outcome``, ``found_urls``,
+    ``retry_after``) and
     the tasks' counter rows (``counters`` set, everything else null)."""
     spark = origins.sparkSession
     partitions = conf["sitemaps.partitions"] or spark.sparkContext.defaultParallelism
@@ -378,9 +397,8 @@ def made_due(found: DataFrame, crawldb: DataFrame, now: datetime) -> DataFrame:
 def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     """Read the sitemaps of the crawldb's hosts due for it and merge what they list (one
     crawldb commit, or none), then record the hosts read to the end in the hostdb."""
-    from crawlkit.scoring import get_scorer, real_pages
+    from crawlkit.scoring import real_pages
     from crawlkit.stages.fetch import check_no_speculation
-    from crawlkit.stages.inject import seed_rows
 
     check_no_speculation(spark.sparkContext.getConf().get("spark.speculation", "false"))
     path = storage.crawldb_path(conf["crawl.dir"])
@@ -388,19 +406,38 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     hostdb = storage.ensure_table(spark, storage.hostdb_path(conf["crawl.dir"]), "hostdb")
     crawldb = table.toDF()
     origins = crawldb_origins(real_pages(crawldb)).localCheckpoint(eager=True)
-    due = hosts_due(origins, hostdb.toDF(), now, conf["sitemaps.interval"])
-    output = read_sitemaps(due, conf).localCheckpoint(eager=True)
-    counters: Counter = Counter()
-    for row in output.filter(F.col("counters").isNotNull()).select("counters").collect():
-        counters.update(json.loads(row["counters"]))
-    if due is not origins:
-        counters["hosts_not_due"] = origins.select("host").distinct().count() - counters["hosts"]
-    found = one_per_url(output.filter(F.col("url").isNotNull()))
+    due = hosts_due(origins, hostdb.toDF(), now, conf["sitemaps.interval"]).localCheckpoint(eager=True)
+    due_hosts = due.select("host").distinct().count()
+    counters: Counter = Counter(hosts_not_due=origins.select("host").distinct().count() - due_hosts)
+    new = made_count = 0
+    tag = f"sitemaps:{now.isoformat()}"
+    if due_hosts:   # else nothing to read, and the crawldb is not scanned for nothing
+        output = read_sitemaps(due, conf).localCheckpoint(eager=True)
+        for row in output.filter(F.col("counters").isNotNull()).select("counters").collect():
+            counters.update(json.loads(row["counters"]))
+        new, made_count = merge_found(spark, table, output.filter(F.col("url").isNotNull()), conf, now, tag)
+        counters["hosts_recorded"] = record_hosts_read(spark, hostdb, output, now, conf["sitemaps.interval"], tag)
+    counters.update(new=new, made_due=made_count)
+    counters["sitemaps_fetched"] = counters.pop("fetched", 0)
+    # the run's outcome always; the situational counters when they happened
+    result = {k: counters.pop(k, 0) for k in ALWAYS} | {k: v for k, v in sorted(counters.items()) if v}
+    write_counters(spark, conf["crawl.dir"], now, result)
+    return result
+
+
+def merge_found(spark: SparkSession, table, found_rows: DataFrame, conf: Conf, now: datetime,
+                tag: str) -> tuple[int, int]:
+    """Merge the found URLs into the crawldb (module doc): one commit tagged ``tag``, none
+    when nothing changes. Returns (new URLs, URLs made due)."""
+    from crawlkit.scoring import get_scorer
+    from crawlkit.stages.inject import seed_rows
+
+    crawldb = table.toDF()
+    found = one_per_url(found_rows)
     fresh = new_rows(found, crawldb, get_scorer(conf["scoring.scorer"]).initial_score(conf))
     fresh = fresh.localCheckpoint(eager=True)
     made = made_due(found, crawldb, now).localCheckpoint(eager=True)
     new, made_count = fresh.count(), made.count()
-    tag = f"sitemaps:{now.isoformat()}"
     if new or made_count:
         source = made.withColumn("_known", F.lit(True))
         if new:
@@ -415,27 +452,52 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
                                                            "fetch_interval": "s.fetch_interval"})
              .whenMatchedUpdate(set={"opic_cash": "s.opic_cash"})
              .whenNotMatchedInsert(values={c: f"s.{c}" for c in columns}).execute())
-    counters["hosts_recorded"] = record_hosts_read(spark, hostdb, output, now, tag)
-    counters.update(new=new, made_due=made_count)
-    counters["sitemaps_fetched"] = counters.pop("fetched", 0)
-    # the run's outcome always; the situational counters when they happened
-    result = {k: counters.pop(k, 0) for k in ALWAYS} | {k: v for k, v in sorted(counters.items()) if v}
-    # <crawl>/_stats/sitemaps-<yyyymmddHHMMSS>.json: the stage has no segment
-    storage.write_json_file(spark, storage.join(conf["crawl.dir"], "_stats"),
-                            f"sitemaps-{now.strftime('%Y%m%d%H%M%S')}.json", result)
-    return result
+    return new, made_count
 
 
-def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datetime, tag: str) -> int:
-    """Record in the hostdb the hosts of ``output`` read to the end, at ``now`` (one commit
-    tagged ``tag``, none when there are none); how many."""
-    read = (output.filter(F.col("url").isNull() & F.col("counters").isNull() & F.col("complete"))
-            .select("host", F.lit(now).cast("timestamp").alias("sitemaps_read"),
-                    F.col("found_urls").alias("sitemap_urls"))
-            .dropDuplicates(["host"]))   # one task reads a host; a MERGE refuses a repeated key
-    count = read.count()
-    if count:
-        with storage.commit_tag(spark, tag):
-            (hostdb.alias("h").merge(schemas.conform(read, "hostdb").alias("r"), "h.host = r.host")
-             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-    return count
+def write_counters(spark: SparkSession, crawl_dir: str, now: datetime, result: dict) -> None:
+    """``<crawl>/_stats/sitemaps-<yyyymmddHHMMSS>.json`` (the stage has no segment); a run
+    at the same ``now`` (``crawl --now`` pins every round to it) gets ``-000001``, ... so no
+    run's counters replace another's."""
+    folder, stamp = storage.join(crawl_dir, "_stats"), now.strftime("%Y%m%d%H%M%S")
+    name, n = f"sitemaps-{stamp}.json", 0
+    while storage.path_exists(spark, storage.join(folder, name)):
+        n += 1
+        name = f"sitemaps-{stamp}-{n:06d}.json"
+    storage.write_json_file(spark, folder, name, result)
+
+
+def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datetime, interval: float,
+                      tag: str) -> int:
+    """Record in the hostdb what each host of ``output`` came to (one commit tagged ``tag``,
+    none when no host was read): a read to the end at ``now``, its failures in a row reset;
+    a read cut short counts one more failure in a row and is not retried before
+    ``RETRY_BASE`` doubled for each earlier one (at most ``interval``) or the host's
+    Retry-After, whichever is later. Returns the hosts read to the end."""
+    hosts = (output.filter(F.col("url").isNull() & F.col("counters").isNull() & (F.col("outcome") != "filtered"))
+             .select("host", "outcome", "found_urls", "retry_after")
+             .dropDuplicates(["host"]))   # one task reads a host; a MERGE refuses a repeated key
+    read = hosts.filter(F.col("outcome") == "complete").count()
+    if not read and not hosts.filter(F.col("outcome") == "cut_short").count():
+        return 0
+    now_ts = F.lit(now).cast("timestamp")
+
+    def retry_at(failures):   # failures: in a row, this one included
+        backoff = F.least(F.lit(RETRY_BASE) * F.pow(F.lit(2.0), failures - 1), F.lit(float(interval)))
+        wait = F.greatest(backoff, F.coalesce(F.col("s.retry_after").cast("double"), F.lit(0.0)))
+        return F.timestamp_seconds(F.unix_seconds(now_ts) + wait)
+
+    failures = F.coalesce(F.col("h.sitemaps_failures"), F.lit(0)) + 1
+    complete, cut_short = F.col("s.outcome") == "complete", F.col("s.outcome") == "cut_short"
+    read_set = {"sitemaps_read": now_ts, "sitemap_urls": F.col("s.found_urls"),
+                "sitemaps_failures": F.lit(0), "sitemaps_retry_at": F.lit(None).cast("timestamp")}
+    with storage.commit_tag(spark, tag):
+        (hostdb.alias("h").merge(hosts.alias("s"), "h.host = s.host")
+         .whenMatchedUpdate(condition=complete, set=read_set)
+         .whenMatchedUpdate(condition=cut_short, set={"sitemaps_failures": failures,
+                                                           "sitemaps_retry_at": retry_at(failures)})
+         .whenNotMatchedInsert(condition=complete, values={"host": F.col("s.host"), **read_set})
+         .whenNotMatchedInsert(values={"host": F.col("s.host"), "sitemaps_failures": F.lit(1),
+                                       "sitemaps_retry_at": retry_at(F.lit(1))})
+         .execute())
+    return read

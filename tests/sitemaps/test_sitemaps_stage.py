@@ -439,11 +439,16 @@ def test_a_round_under_each_round_reads_the_sitemaps_first_and_fetches_what_they
     round_stats = json.loads(storage.read_text(spark, storage.join(
         storage.segment_path(conf["crawl.dir"], report.segment), "_stats", "round.json")))
     assert "sitemaps" in round_stats["seconds"]
+    # the stage's counters beside the round's others (a round pinned to one --now keeps each its own)
+    stats = json.loads(storage.read_text(spark, storage.join(
+        storage.segment_path(conf["crawl.dir"], report.segment), "_stats", "sitemaps.json")))
+    assert stats["new"] == 4
 
 
-def test_a_read_cut_short_is_not_recorded_and_one_read_to_the_end_is(fake, monkeypatch):
-    """The task's host rows: a host paused by a 503, whose sitemap failed (500) or whose read
-    raised is read again at the next run; a host with a missing sitemap (404) was read to the end."""
+def test_a_read_cut_short_is_told_apart_from_one_read_to_the_end(fake, monkeypatch):
+    """The task's host rows: a host paused by a 503 (with its Retry-After), whose sitemap failed
+    (500), whose robots.txt is down (even without respect_robots: its Sitemap: lines are
+    unknown) or whose read raised was cut short; a missing sitemap (404) is a read to the end."""
     import pyarrow as pa
 
     from crawlkit.stages import sitemaps
@@ -452,16 +457,72 @@ def test_a_read_cut_short_is_not_recorded_and_one_read_to_the_end_is(fake, monke
                 "http://ok.test/sitemap.xml": (200, {}, URLSET % b"http://ok.test/a"),
                 "http://none.test/robots.txt": _robots(""),
                 "http://busy.test/robots.txt": _robots(""),
-                "http://busy.test/sitemap.xml": (503, {}, b""),
+                "http://busy.test/sitemap.xml": (503, {"retry-after": "1800"}, b""),
                 "http://broken.test/robots.txt": _robots(""),
                 "http://broken.test/sitemap.xml": (500, {}, b""),
+                "http://down.test/robots.txt": (503, {}, b""),
                 "http://raising.test/robots.txt": _robots(""),
-                "http://raising.test/sitemap.xml": (200, {}, RuntimeError("a bug"))})
+                "http://raising.test/sitemap.xml": (200, {}, RuntimeError("a bug"))},
+               fetcher__respect_robots=False, urls__hosts_deny=["denied.test"])
     web.close = lambda: None
     monkeypatch.setattr(sitemaps, "HttpClient", lambda _settings, _guard: web)
-    hosts = ["ok.test", "none.test", "busy.test", "broken.test", "raising.test"]
+    hosts = ["ok.test", "none.test", "busy.test", "broken.test", "down.test", "raising.test", "denied.test"]
     batch = pa.RecordBatch.from_pylist([{"host": h, "origin": f"http://{h}"} for h in hosts])
     rows = [r for b in sitemaps._read_partition(web.conf.to_dict())(iter([batch])) for r in b.to_pylist()]
-    host_rows = {r["host"]: (r["complete"], r["found_urls"]) for r in rows if r["url"] is None and r["counters"] is None}
-    assert host_rows == {"ok.test": (True, 1), "none.test": (True, 0), "busy.test": (False, 0),
-                         "broken.test": (False, 0), "raising.test": (False, 0)}
+    host_rows = {r["host"]: (r["outcome"], r["found_urls"], r["retry_after"])
+                 for r in rows if r["url"] is None and r["counters"] is None}
+    assert host_rows == {"ok.test": ("complete", 1, None), "none.test": ("complete", 0, None),
+                         "busy.test": ("cut_short", 0, 1800), "broken.test": ("cut_short", 0, None),
+                         "down.test": ("cut_short", 0, None), "raising.test": ("cut_short", 0, None),
+                         "denied.test": ("filtered", 0, None)}
+    assert "http://down.test/sitemap.xml" not in web.log   # a failing server is asked nothing more
+
+
+def _host_rows(spark, *rows):
+    """The reader's host rows (host, outcome, found_urls, retry_after) as read_sitemaps gives them."""
+    from crawlkit.stages.sitemaps import FOUND_DDL
+
+    return spark.createDataFrame([(None, h, None, None, None, None, None, None, o, n, r) for h, o, n, r in rows],
+                                 FOUND_DDL)
+
+
+def test_hosts_wait_the_interval_after_a_read_and_a_growing_backoff_after_a_cut_short_one(spark, make_test_conf):
+    from crawlkit.stages.sitemaps import hosts_due, record_hosts_read
+
+    conf = make_test_conf()
+    path = storage.hostdb_path(conf["crawl.dir"])
+    hostdb = storage.ensure_table(spark, path, "hostdb")
+    day = 86400
+
+    def stored():   # read afresh: a DeltaTable's toDF() may keep the snapshot it first read
+        return storage.read_table(spark, path, "hostdb").collect()
+
+    def record(at, *rows):
+        return record_hosts_read(spark, hostdb, _host_rows(spark, *rows), at, day, f"sitemaps:{at.isoformat()}")
+
+    def due(at, interval=day):
+        origins = spark.createDataFrame([(h, f"http://{h}") for h in ("ok.test", "busy.test", "flaky.test", "new.test",
+                                                                       "denied.test")], "host string, origin string")
+        return sorted(r.host for r in hosts_due(origins, storage.read_table(spark, path, "hostdb"), at, interval).collect())
+
+    assert record(NOW, ("ok.test", "complete", 3, None), ("busy.test", "cut_short", 0, 7200),
+                  ("flaky.test", "cut_short", 0, None), ("denied.test", "filtered", 0, None)) == 1
+    rows = {r.host: (r.sitemaps_read, r.sitemap_urls, r.sitemaps_failures, r.sitemaps_retry_at)
+            for r in stored()}
+    hour = timedelta(hours=1)
+    assert rows == {"ok.test": (NOW, 3, 0, None), "busy.test": (None, None, 1, NOW + 2 * hour),
+                    "flaky.test": (None, None, 1, NOW + hour)}   # the filtered host is not recorded
+    assert due(NOW + hour / 2) == ["denied.test", "new.test"]
+    assert due(NOW + hour) == ["denied.test", "flaky.test", "new.test"]   # its first backoff, an hour
+    assert due(NOW + 2 * hour) == ["busy.test", "denied.test", "flaky.test", "new.test"]   # Retry-After: 2 h
+    assert due(NOW + timedelta(days=1)) == ["busy.test", "denied.test", "flaky.test", "new.test", "ok.test"]
+    assert due(NOW + hour / 2, interval=0) == ["denied.test", "new.test", "ok.test"]   # still backing off
+
+    # cut short again: the wait doubles; read to the end: the failures are forgotten
+    record(NOW + hour, ("flaky.test", "cut_short", 0, None), ("busy.test", "complete", 2, None))
+    rows = {r.host: (r.sitemaps_read, r.sitemaps_failures, r.sitemaps_retry_at) for r in stored()}
+    assert rows["flaky.test"] == (None, 2, NOW + 3 * hour) and rows["busy.test"] == (NOW + hour, 0, None)
+
+    # a read recorded at a later clock (a run at a future --now) does not hold the host back
+    record(NOW + timedelta(days=30), ("ok.test", "complete", 3, None))
+    assert "ok.test" in due(NOW + timedelta(days=2))
