@@ -5,8 +5,9 @@ as fetch's do (``spark.speculation`` is refused: a speculative copy would read t
 at once). A host is read again only ``sitemaps.interval`` after its last read to the end,
 which the hostdb (``<crawl>/hostdb``, schemas/hostdb.json) records; a read cut short (a 429
 or 503, a failed request, an unreachable robots.txt, an error) is retried after a backoff
-that doubles with each one in a row, or the host's Retry-After (``record_hosts_read``). ``crawlkit sitemaps`` runs the stage; under ``sitemaps.each_round``
-every round runs it before generate (as Nutch's crawl script's ``--sitemaps-from-hostdb
+that doubles with each one in a row, or the host's Retry-After (``record_hosts_read``).
+``crawlkit sitemaps`` runs the stage; under ``sitemaps.each_round`` every round runs it
+before generate (as Nutch's crawl script's ``--sitemaps-from-hostdb
 always``), so a host found in one round has its sitemaps read in the next. A host
 ``urls.hosts_deny`` / ``hosts_allow`` rejects is asked nothing. Per host, one request at a
 time, ``fetcher.server_delay`` apart from the end of the one before (or the largest robots.txt
@@ -64,7 +65,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from crawlkit import storage
+from crawlkit import segment_names, storage
 from crawlkit.conf import Conf
 from crawlkit.fetch.guard import AddressGuard
 from crawlkit.fetch.http import HttpClient, Response
@@ -350,8 +351,7 @@ def hosts_due(origins: DataFrame, hostdb: DataFrame, now: datetime, interval: fl
 def read_sitemaps(origins: DataFrame, conf: Conf) -> DataFrame:
     """The sitemap-found rows (url, host, domain, lastmod, changefreq, priority, sitemap),
     a row per host read (``url`` and ``counters`` null; ``outcome``, ``found_urls``,
-    ``retry_after``) and
-    the tasks' counter rows (``counters`` set, everything else null)."""
+    ``retry_after``) and the tasks' counter rows (``counters`` set, everything else null)."""
     spark = origins.sparkSession
     partitions = conf["sitemaps.partitions"] or spark.sparkContext.defaultParallelism
     return (origins.repartition(partitions, "host").sortWithinPartitions("host", "origin")
@@ -458,14 +458,13 @@ def merge_found(spark: SparkSession, table, found_rows: DataFrame, conf: Conf, n
 
 def write_counters(spark: SparkSession, crawl_dir: str, now: datetime, result: dict) -> None:
     """``<crawl>/_stats/sitemaps-<yyyymmddHHMMSS>.json`` (the stage has no segment); a run
-    at the same ``now`` (``crawl --now`` pins every round to it) gets ``-000001``, ... so no
-    run's counters replace another's."""
-    folder, stamp = storage.join(crawl_dir, "_stats"), now.strftime("%Y%m%d%H%M%S")
-    name, n = f"sitemaps-{stamp}.json", 0
-    while storage.path_exists(spark, storage.join(folder, name)):
-        n += 1
-        name = f"sitemaps-{stamp}-{n:06d}.json"
-    storage.write_json_file(spark, folder, name, result)
+    at the same ``now`` (``crawl --now`` pins every round to it) is suffixed as segments are
+    (``-000001``, ...: crawlkit.segment_names), so no run's counters replace another's."""
+    folder = storage.join(crawl_dir, "_stats")
+    fs, hpath = storage.hadoop_fs(spark, folder)
+    names = [s.getPath().getName() for s in fs.listStatus(hpath)] if fs.exists(hpath) else []
+    earlier = [n[len("sitemaps-"):-len(".json")] for n in names if n.startswith("sitemaps-") and n.endswith(".json")]
+    storage.write_json_file(spark, folder, f"sitemaps-{segment_names.next_name(now, earlier)}.json", result)
 
 
 def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datetime, interval: float,
@@ -478,8 +477,10 @@ def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datet
     hosts = (output.filter(F.col("url").isNull() & F.col("counters").isNull() & (F.col("outcome") != "filtered"))
              .select("host", "outcome", "found_urls", "retry_after")
              .dropDuplicates(["host"]))   # one task reads a host; a MERGE refuses a repeated key
-    read = hosts.filter(F.col("outcome") == "complete").count()
-    if not read and not hosts.filter(F.col("outcome") == "cut_short").count():
+    counted = hosts.agg(F.count(F.lit(1)).alias("hosts"),
+                        F.count(F.when(F.col("outcome") == "complete", 1)).alias("read")).first()
+    read = counted["read"]
+    if not counted["hosts"]:
         return 0
     now_ts = F.lit(now).cast("timestamp")
 

@@ -526,3 +526,14 @@ def test_hosts_wait_the_interval_after_a_read_and_a_growing_backoff_after_a_cut_
     # a read recorded at a later clock (a run at a future --now) does not hold the host back
     record(NOW + timedelta(days=30), ("ok.test", "complete", 3, None))
     assert "ok.test" in due(NOW + timedelta(days=2))
+
+
+def test_runs_at_one_now_keep_each_their_counters_file(spark, make_test_conf):
+    from crawlkit.stages.sitemaps import write_counters
+
+    conf = make_test_conf()
+    for run in range(3):
+        write_counters(spark, conf["crawl.dir"], NOW, {"run": run})
+    stats = storage.join(conf["crawl.dir"], "_stats")
+    names = ["sitemaps-20260201120000.json", "sitemaps-20260201120000-000001.json", "sitemaps-20260201120000-000002.json"]
+    assert [json.loads(storage.read_text(spark, storage.join(stats, n)))["run"] for n in names] == [0, 1, 2]
