@@ -56,6 +56,10 @@ CHUNK_BYTES = 64 * 1024
 # Bodies we do not keep (error pages, redirects) are read to the end when at most this long,
 # so the connection can be reused; longer ones cost a new connection instead of a download.
 DRAIN_LIMIT = 64 * 1024
+# Headers kept one value per line when repeated, not joined with ", " as RFC 9110 lets other
+# headers be: a cookie's Expires date holds a comma (RFC 6265 3), and "googlebot: noarchive"
+# would swallow the X-Robots-Tag after it. The WARC writer gives each line its own header.
+LINE_PER_VALUE = ("set-cookie", "x-robots-tag")
 
 
 class Failure(enum.Enum):
@@ -174,9 +178,10 @@ class HttpClient:
         try:
             response.status = status = raw.status
             headers = {name.lower(): _as_utf8(value) for name, value in raw.headers.itermerged()}
-            robots_tags = raw.headers.getlist("x-robots-tag")
-            if len(robots_tags) > 1:   # "googlebot: noarchive" must not swallow the next one
-                headers["x-robots-tag"] = "\n".join(_as_utf8(v) for v in robots_tags)
+            for name in LINE_PER_VALUE:   # values a ", " join would run together
+                values = raw.headers.getlist(name)
+                if len(values) > 1:
+                    headers[name] = "\n".join(_as_utf8(v) for v in values)
             response.headers = headers
             # a repeated Content-Type (a framework's and the server's default): the last one
             # counts, as in browsers; merged, "text/html, text/html" is no media type at all

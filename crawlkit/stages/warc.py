@@ -85,7 +85,8 @@ class HttpHead(StatusAndHeaders):
 
 def header_lines(value: str | None) -> list[str]:
     """A kept header value as header lines: one per line of it (the fetcher joins a repeated
-    X-Robots-Tag with newlines), empty ones dropped, so no CR or LF ends the header early."""
+    Set-Cookie or X-Robots-Tag with newlines: http.py ``LINE_PER_VALUE``), empty ones
+    dropped, so no CR or LF ends the header early."""
     return [line.strip() for line in LINE_BREAKS.split(value or "") if line.strip()]
 
 

@@ -94,6 +94,8 @@ def web():
         "/robots-tags": (200, html + [("X-Robots-Tag", "googlebot: noarchive"),
                                       ("X-Robots-Tag", "noindex, nofollow")],
                          b"<p>hidden <a href='/x'>x</a></p>"),
+        "/cookies": (200, html + [("Set-Cookie", "a=1; Expires=Wed, 09 Jun 2027 10:18:14 GMT"),
+                                  ("Set-Cookie", "b=2; Path=/")], b"<p>two cookies</p>"),
         "/busy": (503, [("Date", format_datetime(SERVER_DATE, usegmt=True)),
                         ("Retry-After", format_datetime(SERVER_DATE + timedelta(seconds=90),
                                                         usegmt=True))], b""),
@@ -147,6 +149,14 @@ def test_repeated_robots_tags_keep_their_own_scope(web):
     parsed = parse(fetch([f"{a}/robots-tags"])[f"{a}/robots-tags"])
     # the second header is for every crawler, whatever the first one said for googlebot
     assert parsed["noindex"] and parsed["nofollow"]
+
+
+def test_repeated_set_cookies_stay_apart(web):
+    a, *_ = web
+    row = fetch([f"{a}/cookies"])[f"{a}/cookies"]
+    # joined with ", " the first cookie's Expires date could not be told from a second cookie
+    assert row["headers"]["set-cookie"].split("\n") == [
+        "a=1; Expires=Wed, 09 Jun 2027 10:18:14 GMT", "b=2; Path=/"]
 
 
 def test_a_retry_after_date_counts_from_the_servers_answer_not_the_round(web):

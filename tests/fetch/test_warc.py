@@ -188,9 +188,11 @@ ROW = {"url": "http://a.test/", "fetch_status": "success", "http_status": 200, "
 def test_a_header_the_fetcher_joined_with_newlines_is_a_line_per_value(tmp_path):
     # the fetcher joins a repeated X-Robots-Tag with "\n" (an empty one too); a CR or LF must not
     # start a header of its own, nor end the header block early
-    headers = {"x-robots-tag": "googlebot: noindex\n\nbingbot: nofollow\n", "x-note": "a\r\nx-injected: 1"}
+    headers = {"x-robots-tag": "googlebot: noindex\n\nbingbot: nofollow\n", "x-note": "a\r\nx-injected: 1",
+               "set-cookie": "a=1; Expires=Wed, 09 Jun 2027 10:18:14 GMT\nb=2"}
     raw, [(_, http, body)] = written(tmp_path, {**ROW, "headers": headers})
     assert values(http, "x-robots-tag") == ["googlebot: noindex", "bingbot: nofollow"]
+    assert values(http, "set-cookie") == ["a=1; Expires=Wed, 09 Jun 2027 10:18:14 GMT", "b=2"]
     assert values(http, "x-note") == ["a", "x-injected: 1"] and http.get_header("x-injected") is None
     assert body == b"hello" and b"\r\n\r\nhello" in raw
 
