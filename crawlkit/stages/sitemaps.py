@@ -22,6 +22,10 @@ Crawl-delay of the host's origins, capped at ``fetcher.max_crawl_delay``):
    ``sitemaps.max_sitemaps_per_host`` documents and ``sitemaps.max_urls_per_host`` URLs. A
    sitemap URL is read once per host, whichever origins list it.
 
+Hosts never read to the end go first, then those read longest ago. ``sitemaps.time_limit``
+bounds the step as ``fetcher.time_limit`` bounds fetch: no request starts after it, and a
+host it stopped (what it found is merged) or never began stays due.
+
 Only sitemap documents on the host itself are fetched (a task owns its hosts' politeness;
 a Sitemap: line naming another host is counted ``sitemaps_other_host``). Redirects are
 followed, at most 5, each hop checked as a sitemap URL (same host, http or https; robots)
@@ -55,6 +59,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections import Counter, deque
 from datetime import datetime, timedelta
@@ -94,13 +99,19 @@ ALWAYS = ("hosts", "sitemaps_fetched", "urls_seen", "new", "made_due", "hosts_re
 log = logging.getLogger(__name__)
 
 
+class TimeUp(Exception):
+    """``sitemaps.time_limit`` would pass before the host's next request."""
+
+
 # --- per host (executors; plain Python) -----------------------------------------------------
 
 class HostReader:
     """Reads the sitemaps of one host after another, politely (see the module doc)."""
 
-    def __init__(self, conf: Mapping[str, Any], client: HttpClient, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, conf: Mapping[str, Any], client: HttpClient, sleep: Callable[[float], None] = time.sleep,
+                 deadline: float = math.inf):
         self.settings = client.settings
+        self.deadline = deadline   # time.monotonic() of the stage's time limit: no request after it
         self.client = client
         self.sleep = sleep
         self.guess = conf["sitemaps.guess"]
@@ -125,6 +136,13 @@ class HostReader:
             return found, counters
         self._waited_for, self._delay, self._paused = None, self.settings.server_delay, False
         self.retry_after = None
+        try:
+            self._read_origins(host, origins, found, counters)
+        except TimeUp:   # what was found counts; the host stays due (record_hosts_read)
+            counters["hosts_unfinished"] += 1
+        return found, +counters
+
+    def _read_origins(self, host: str, origins: list[str], found: dict[str, dict], counters: Counter) -> None:
         seen: set[str] = set()   # per host: http and https robots.txt often list the same sitemap
         docs = 0
         for origin in origins:
@@ -145,7 +163,6 @@ class HostReader:
                     self._read_document(*fetched, depth, host, queue, found, counters)
             if not self._paused:
                 counters["sitemaps_over_cap"] += len(queue)   # left by the document or URL cap
-        return found, +counters
 
     def _may_fetch(self, url: str, host: str, rules: RobotsRules, counters: Counter, other_host: str) -> bool:
         """A sitemap URL (or a redirect's target) may be asked for: on the host itself (the
@@ -199,11 +216,13 @@ class HostReader:
         return rules, [origin + "/sitemap.xml"] if self.guess else []
 
     def _wait(self) -> None:
-        """Sleep the host's delay since the last request to it (the first one waits nothing)."""
-        if self._waited_for is not None:
-            left = self._waited_for + self._delay - time.monotonic()
-            if left > 0:
-                self.sleep(left)
+        """Sleep the host's delay since the last request to it (the first one waits nothing);
+        raise TimeUp instead when the request would start at or after the deadline."""
+        left = 0.0 if self._waited_for is None else self._waited_for + self._delay - time.monotonic()
+        if time.monotonic() + max(left, 0.0) >= self.deadline:
+            raise TimeUp()
+        if left > 0:
+            self.sleep(left)
         self._waited_for = time.monotonic()
 
     def _get(self, url: str, host: str, rules: RobotsRules, counters: Counter) -> tuple[str, Response] | None:
@@ -280,10 +299,13 @@ def _join(base: str, ref: str, counters: Counter) -> str | None:
 
 
 def host_outcome(counters: Counter) -> str:
-    """``filtered`` (asked nothing), ``cut_short`` (CUT_SHORT) or ``complete``."""
+    """``filtered`` (asked nothing), ``cut_short`` (CUT_SHORT: the host failed, backed off),
+    ``unfinished`` (the time limit came first: still due) or ``complete``."""
     if counters["hosts_filtered"]:
         return "filtered"
-    return "cut_short" if any(counters[k] for k in CUT_SHORT) else "complete"
+    if any(counters[k] for k in CUT_SHORT):
+        return "cut_short"
+    return "unfinished" if counters["hosts_unfinished"] else "complete"
 
 
 def _read_host(reader: HostReader, host: str, origins: list[str]) -> tuple[dict[str, dict], Counter]:
@@ -296,16 +318,19 @@ def _read_host(reader: HostReader, host: str, origins: list[str]) -> tuple[dict[
         return {}, Counter(hosts=1, host_errors=1)
 
 
-def _read_partition(conf: dict):
-    """The mapInArrow task: (host, origin) rows sorted by host in; out, per host its found
-    URLs and one host row (``url`` null; ``outcome``, ``found_urls``, ``retry_after``), then
-    one row with the task's counters (JSON) in ``counters``."""
+def _read_partition(conf: dict, ends_at: float | None = None):
+    """The mapInArrow task: (host, origin) rows, a host's together, in the order to read them;
+    out, per host its found URLs and one host row (``url`` null; ``outcome``, ``found_urls``,
+    ``retry_after``), then one row with the task's counters (JSON) in ``counters``. ``ends_at``
+    (epoch seconds, the stage's time limit from its start on the driver, as fetch's): no
+    request starts after it, and the hosts not begun by then are counted, not read."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         settings = FetchSettings.from_conf(conf)
         guard = AddressGuard(settings.block_private, settings.allow_private, settings.proxy_resolve_targets)
         client = HttpClient(settings, guard)
-        reader = HostReader(conf, client)
+        deadline = math.inf if ends_at is None else time.monotonic() + max(0.0, ends_at - time.time())
+        reader = HostReader(conf, client, deadline=deadline)
         totals: Counter = Counter()
         by_host: dict[str, list[str]] = {}
         for batch in batches:
@@ -313,6 +338,9 @@ def _read_partition(conf: dict):
                 by_host.setdefault(row["host"], []).append(row["origin"])
         try:
             for host, origins in by_host.items():
+                if time.monotonic() >= deadline:   # no host row: it stays due
+                    totals["hosts_not_reached"] += 1
+                    continue
                 found, counters = _read_host(reader, host, sorted(set(origins)))
                 totals.update(counters)
                 domain = domain_of(host) if found else None
@@ -336,26 +364,36 @@ def crawldb_origins(crawldb: DataFrame) -> DataFrame:
 
 
 def hosts_due(origins: DataFrame, hostdb: DataFrame, now: datetime, interval: float) -> DataFrame:
-    """The (host, origin) rows of the hosts due for their sitemaps: not read to the end
-    within ``interval`` seconds before ``now`` (0: whenever), and not waiting out a cut-short
-    read's retry time. A read recorded after ``now`` (a clock set back, a run at a later
-    ``--now``) does not count as recent: that host is due."""
+    """The (host, origin, sitemaps_read) rows of the hosts due for their sitemaps: not read
+    to the end within ``interval`` seconds before ``now`` (0: whenever), and not waiting out a
+    cut-short read's retry time. A read recorded after ``now`` (a clock set back, a run at a
+    later ``--now``) does not count as recent: that host is due. ``sitemaps_read`` (null:
+    never read to the end) orders the read under a time limit."""
     now_ts = F.lit(now).cast("timestamp")
     waiting = F.col("sitemaps_retry_at") > now_ts
     if interval > 0:
         since = F.lit(now - timedelta(seconds=interval)).cast("timestamp")
         waiting = waiting | ((F.col("sitemaps_read") > since) & (F.col("sitemaps_read") <= now_ts))
-    return origins.join(hostdb.filter(waiting).select("host"), "host", "left_anti")
+    last = hostdb.select("host", "sitemaps_read", F.coalesce(waiting, F.lit(False)).alias("_waiting"))
+    return origins.join(last, "host", "left").filter(~F.coalesce("_waiting", F.lit(False))).drop("_waiting")
 
 
-def read_sitemaps(origins: DataFrame, conf: Conf) -> DataFrame:
+def read_sitemaps(due: DataFrame, conf: Conf, ends_at: float | None = None) -> DataFrame:
     """The sitemap-found rows (url, host, domain, lastmod, changefreq, priority, sitemap),
     a row per host read (``url`` and ``counters`` null; ``outcome``, ``found_urls``,
-    ``retry_after``) and the tasks' counter rows (``counters`` set, everything else null)."""
-    spark = origins.sparkSession
-    partitions = conf["sitemaps.partitions"] or spark.sparkContext.defaultParallelism
-    return (origins.repartition(partitions, "host").sortWithinPartitions("host", "origin")
-            .mapInArrow(_read_partition(conf.to_dict()), FOUND_DDL))
+    ``retry_after``) and the tasks' counter rows (``counters`` set, everything else null).
+    A task reads the hosts never read to the end first, then the longest ago: under a time
+    limit (``ends_at``) those that waited longest are not the ones left for the next run."""
+    partitions = conf["sitemaps.partitions"] or due.sparkSession.sparkContext.defaultParallelism
+    return reading_order(due, partitions).mapInArrow(_read_partition(conf.to_dict(), ends_at), FOUND_DDL)
+
+
+def reading_order(due: DataFrame, partitions: int) -> DataFrame:
+    """(host, origin) in ``partitions`` tasks, a host in one, the hosts of a task in the
+    order to read them: never read to the end first, then by their last read."""
+    return (due.repartition(partitions, "host")
+            .sortWithinPartitions(F.col("sitemaps_read").asc_nulls_first(), "host", "origin")
+            .select("host", "origin"))
 
 
 def one_per_url(found: DataFrame) -> DataFrame:
@@ -413,7 +451,8 @@ def run_sitemaps(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     new = made_count = 0
     tag = f"sitemaps:{now.isoformat()}"
     if due_hosts:   # else nothing to read, and the crawldb is not scanned for nothing
-        output = read_sitemaps(due, conf).localCheckpoint(eager=True)
+        limit = conf["sitemaps.time_limit"]
+        output = read_sitemaps(due, conf, time.time() + limit if limit > 0 else None).localCheckpoint(eager=True)
         for row in output.filter(F.col("counters").isNotNull()).select("counters").collect():
             counters.update(json.loads(row["counters"]))
         new, made_count = merge_found(spark, table, output.filter(F.col("url").isNotNull()), conf, now, tag)
@@ -473,8 +512,10 @@ def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datet
     none when no host was read): a read to the end at ``now``, its failures in a row reset;
     a read cut short counts one more failure in a row and is not retried before
     ``RETRY_BASE`` doubled for each earlier one (at most ``interval``) or the host's
-    Retry-After, whichever is later. Returns the hosts read to the end."""
-    hosts = (output.filter(F.col("url").isNull() & F.col("counters").isNull() & (F.col("outcome") != "filtered"))
+    Retry-After, whichever is later. A host filtered, or unfinished at the time limit, is not
+    recorded (it is due again). Returns the hosts read to the end."""
+    hosts = (output.filter(F.col("url").isNull() & F.col("counters").isNull()
+                           & F.col("outcome").isin("complete", "cut_short"))
              .select("host", "outcome", "found_urls", "retry_after")
              .dropDuplicates(["host"]))   # one task reads a host; a MERGE refuses a repeated key
     counted = hosts.agg(F.count(F.lit(1)).alias("hosts"),

@@ -284,7 +284,8 @@ class FakeWeb:
         self.conf = make_conf(**{"fetcher__server_delay": 0.0, **overrides})
         self.settings = FetchSettings.from_conf(self.conf)
         self.site, self.log, self.waits, self.now = site, [], [], 1000.0
-        monkeypatch.setattr(sitemaps, "time", SimpleNamespace(monotonic=lambda: self.now, sleep=self.sleep))
+        monkeypatch.setattr(sitemaps, "time", SimpleNamespace(monotonic=lambda: self.now, time=lambda: self.now,
+                                                               sleep=self.sleep))
 
     def get(self, url, *, deadline, max_bytes, accept_types=None, headers=None):
         from crawlkit.fetch.http import Response
@@ -537,3 +538,50 @@ def test_runs_at_one_now_keep_each_their_counters_file(spark, make_test_conf):
     stats = storage.join(conf["crawl.dir"], "_stats")
     names = ["sitemaps-20260201120000.json", "sitemaps-20260201120000-000001.json", "sitemaps-20260201120000-000002.json"]
     assert [json.loads(storage.read_text(spark, storage.join(stats, n)))["run"] for n in names] == [0, 1, 2]
+
+
+def test_the_time_limit_stops_requests_keeps_what_was_found_and_leaves_the_rest_due(fake, monkeypatch):
+    """Every request takes 10 s on the fake clock, the limit is 35 s: the first host is read to
+    the end, the second is stopped before its second sitemap (its first one's URL kept), the
+    third is not begun."""
+    import pyarrow as pa
+
+    from crawlkit.stages import sitemaps
+
+    web = fake({"http://one.test/robots.txt": _robots("", 10.0),
+                "http://one.test/sitemap.xml": (200, {}, URLSET % b"http://one.test/a", 10.0),
+                "http://two.test/robots.txt": _robots("Sitemap: http://two.test/a.xml\nSitemap: http://two.test/b.xml\n", 10.0),
+                "http://two.test/a.xml": (200, {}, URLSET % b"http://two.test/a", 10.0),
+                "http://two.test/b.xml": (200, {}, URLSET % b"http://two.test/b", 10.0),
+                "http://three.test/robots.txt": _robots("", 10.0)})
+    web.close = lambda: None
+    monkeypatch.setattr(sitemaps, "HttpClient", lambda _settings, _guard: web)
+    batch = pa.RecordBatch.from_pylist([{"host": h, "origin": f"http://{h}"} for h in ("one.test", "two.test", "three.test")])
+    rows = [r for b in sitemaps._read_partition(web.conf.to_dict(), ends_at=web.now + 35)(iter([batch]))
+            for r in b.to_pylist()]
+    assert {r["host"]: r["outcome"] for r in rows if r["url"] is None and r["counters"] is None} == {
+        "one.test": "complete", "two.test": "unfinished"}
+    assert sorted(r["url"] for r in rows if r["url"]) == ["http://one.test/a", "http://two.test/a"]
+    assert web.log == ["http://one.test/robots.txt", "http://one.test/sitemap.xml",
+                       "http://two.test/robots.txt", "http://two.test/a.xml"]
+    counters = json.loads(rows[-1]["counters"])
+    assert (counters["hosts"], counters["hosts_unfinished"], counters["hosts_not_reached"]) == (2, 1, 1)
+
+
+def test_an_unfinished_host_is_not_recorded_and_hosts_are_read_longest_waiting_first(spark, make_test_conf):
+    from crawlkit.stages.sitemaps import hosts_due, reading_order, record_hosts_read
+
+    conf = make_test_conf()
+    path = storage.hostdb_path(conf["crawl.dir"])
+    hostdb = storage.ensure_table(spark, path, "hostdb")
+    day = timedelta(days=1)
+    for at, host in ((NOW - 3 * day, "old.test"), (NOW - 2 * day, "recent.test")):
+        record_hosts_read(spark, hostdb, _host_rows(spark, (host, "complete", 1, None)), at, 86400, "t")
+    assert record_hosts_read(spark, hostdb, _host_rows(spark, ("slow.test", "unfinished", 5, None),
+                                                      ("recent.test", "unfinished", 5, None)), NOW, 86400, "t") == 0
+    stored = {r.host: r.sitemaps_read for r in storage.read_table(spark, path, "hostdb").collect()}
+    assert stored == {"old.test": NOW - 3 * day, "recent.test": NOW - 2 * day}   # unchanged, still due
+    origins = spark.createDataFrame([(h, f"http://{h}") for h in ("recent.test", "slow.test", "old.test", "new.test")],
+                                    "host string, origin string")
+    due = hosts_due(origins, storage.read_table(spark, path, "hostdb"), NOW, 86400)
+    assert [r.host for r in reading_order(due, 1).collect()] == ["new.test", "slow.test", "old.test", "recent.test"]
