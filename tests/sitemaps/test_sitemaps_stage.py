@@ -178,6 +178,17 @@ def test_sitemaps_add_same_host_urls_make_newer_pages_due_and_run_again_changes_
     assert sorted((r.host, r.sitemaps_read) for r in hostdb) == [("other.test", later), ("sm.test", later)]
 
 
+def test_a_time_limit_passed_before_the_tasks_start_reads_nothing_and_leaves_every_host_due(spark, crawl, web):
+    conf = crawl
+    path = storage.crawldb_path(conf["crawl.dir"])
+    commits, asked = storage.commit_tags(spark, path), len(web.access_log())
+    counters = run_sitemaps(spark, conf.with_overrides({"sitemaps.time_limit": 1e-6}), NOW)
+    assert (counters["hosts"], counters["hosts_not_reached"], counters["hosts_recorded"], counters["new"]) == (0, 2, 0, 0)
+    assert len(web.access_log()) == asked and storage.commit_tags(spark, path) == commits
+    assert storage.read_table(spark, storage.hostdb_path(conf["crawl.dir"]), "hostdb").count() == 0
+    assert run_sitemaps(spark, conf, NOW)["hosts_recorded"] == 2   # both still due
+
+
 def test_without_robots_sitemaps_or_guessing_nothing_is_read(spark, crawl, web):
     conf = crawl.with_overrides({"sitemaps.guess": False})
     path = storage.crawldb_path(conf["crawl.dir"])
