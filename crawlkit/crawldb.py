@@ -13,8 +13,9 @@ from crawlkit.status import Status
 
 
 def new_entries(df: DataFrame, conf: Conf, now: datetime) -> DataFrame:
-    """Turn rows of (url, host, domain, depth[, score, metadata, opic_cash]) into complete
-    crawldb rows for never-seen URLs: unfetched, due now, the default fetch interval."""
+    """Turn rows of (url, host, domain, depth[, score, metadata, opic_cash, fetch_interval])
+    into complete crawldb rows for never-seen URLs: unfetched, due now, the default fetch
+    interval unless the row brings its own (a sitemap's changefreq)."""
     def have(name: str, default: Column) -> Column:
         return F.col(name) if name in df.columns else default
 
@@ -23,7 +24,7 @@ def new_entries(df: DataFrame, conf: Conf, now: datetime) -> DataFrame:
         F.lit(Status.UNFETCHED.value).alias("status"),
         F.lit(now).cast("timestamp").alias("fetch_time"),
         F.lit(0).alias("retries"),
-        F.lit(conf["schedule.default_interval"]).alias("fetch_interval"),
+        have("fetch_interval", F.lit(conf["schedule.default_interval"])).cast("int").alias("fetch_interval"),
         have("score", F.lit(0.0)).cast("double").alias("score"),
         F.create_map().cast("map<string,double>").alias("scores"),
         have("opic_cash", F.lit(0.0)).cast("double").alias("opic_cash"),

@@ -39,7 +39,10 @@ The merge is one tagged commit (``sitemaps:<now>``), none when nothing changes (
 over unchanged sitemaps commits nothing to the crawldb):
 
 * a new URL is inserted unfetched, depth 1, with the score inject gives a seed without one,
-  metadata ``source=sitemap`` and ``sitemap_lastmod`` / ``sitemap_priority`` when given;
+  metadata ``source=sitemap`` and ``sitemap_lastmod`` / ``sitemap_priority`` /
+  ``sitemap_changefreq`` when given, and under ``sitemaps.changefreq`` a first fetch interval
+  from its changefreq (hourly: an hour, ..., clamped to the schedule's bounds; an adaptive
+  or change_rate schedule starts from it, the fixed one replaces it at the first fetch);
 * a known URL the crawl holds a copy of (fetched, not_modified, redirect_*), not locked by a
   generated segment, whose sitemap lastmod is later than its last fetch on the crawl's
   clock (crawlkit.schedule.last_fetch_time) and not after ``now`` (a lastmod to come is a
@@ -95,6 +98,11 @@ RETRY_BASE = 3600.0   # seconds before a cut-short read is retried, doubling wit
 # statuses whose rows hold a fetched copy: a newer lastmod makes them due
 HELD = (Status.FETCHED, Status.NOT_MODIFIED, Status.REDIRECT_TEMP, Status.REDIRECT_PERM)
 MAX_REDIRECTS = 5   # as for robots.txt (RFC 9309)
+# a new URL's first fetch interval from its changefreq (as Nutch's SitemapProcessor), clamped
+# to [schedule.min_interval, schedule.max_interval]: "always" is no licence to refetch each
+# second, "never" waits the longest the schedule allows
+CHANGEFREQ_SECONDS = {"always": 0, "hourly": 3600, "daily": 86400, "weekly": 7 * 86400,
+                      "monthly": 30 * 86400, "yearly": 365 * 86400, "never": 2**31 - 1}
 ALWAYS = ("hosts", "sitemaps_fetched", "urls_seen", "new", "made_due", "hosts_recorded")   # counters given even when 0
 log = logging.getLogger(__name__)
 
@@ -404,14 +412,29 @@ def one_per_url(found: DataFrame) -> DataFrame:
         F.first("changefreq", ignorenulls=True).alias("changefreq"), F.min("sitemap").alias("sitemap"))
 
 
-def new_rows(found: DataFrame, crawldb: DataFrame, score: float) -> DataFrame:
-    """(url, host, domain, depth, score, metadata) of the found URLs the crawldb lacks."""
+def new_rows(found: DataFrame, crawldb: DataFrame, score: float, conf: Conf) -> DataFrame:
+    """(url, host, domain, depth, score, metadata, fetch_interval) of the found URLs the
+    crawldb lacks; the interval from the changefreq (``sitemaps.changefreq``), else the
+    schedule's default."""
     pairs = [F.lit("source"), F.lit("sitemap"),
              F.lit("sitemap_lastmod"), F.date_format("lastmod", "yyyy-MM-dd'T'HH:mm:ss'Z'"),
-             F.lit("sitemap_priority"), F.col("priority").cast("string")]
+             F.lit("sitemap_priority"), F.col("priority").cast("string"),
+             F.lit("sitemap_changefreq"), F.col("changefreq")]
     return (found.join(crawldb.select("url"), "url", "left_anti")
             .select("url", "host", "domain", F.lit(1).alias("depth"), F.lit(score).alias("score"),
-                    F.map_filter(F.create_map(*pairs), lambda _k, v: v.isNotNull()).alias("metadata")))
+                    F.map_filter(F.create_map(*pairs), lambda _k, v: v.isNotNull()).alias("metadata"),
+                    first_interval(F.col("changefreq"), conf).alias("fetch_interval")))
+
+
+def first_interval(changefreq, conf: Conf):
+    """Seconds to a new URL's first refetch: its changefreq's (CHANGEFREQ_SECONDS) clamped to
+    the schedule's bounds under ``sitemaps.changefreq``, else ``schedule.default_interval``."""
+    default = F.lit(conf["schedule.default_interval"])
+    if not conf["sitemaps.changefreq"]:
+        return default
+    seconds = F.create_map(*[F.lit(x) for pair in CHANGEFREQ_SECONDS.items() for x in pair])[changefreq]
+    bounded = F.least(F.greatest(seconds, F.lit(conf["schedule.min_interval"])), F.lit(conf["schedule.max_interval"]))
+    return F.when(seconds.isNotNull(), bounded).otherwise(default).cast("int")   # greatest() skips a null
 
 
 def made_due(found: DataFrame, crawldb: DataFrame, now: datetime) -> DataFrame:
@@ -474,7 +497,7 @@ def merge_found(spark: SparkSession, table, found_rows: DataFrame, conf: Conf, n
 
     crawldb = table.toDF()
     found = one_per_url(found_rows)
-    fresh = new_rows(found, crawldb, get_scorer(conf["scoring.scorer"]).initial_score(conf))
+    fresh = new_rows(found, crawldb, get_scorer(conf["scoring.scorer"]).initial_score(conf), conf)
     fresh = fresh.localCheckpoint(eager=True)
     made = made_due(found, crawldb, now).localCheckpoint(eager=True)
     new, made_count = fresh.count(), made.count()

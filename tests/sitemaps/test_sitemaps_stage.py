@@ -34,7 +34,7 @@ INDEX = b"""<?xml version="1.0" encoding="UTF-8"?>
 PAGES = b"""<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
   <url><loc>http://sm.test/a.html</loc><lastmod>2026-01-05</lastmod><priority>0.8</priority></url>
-  <url><loc>http://SM.test:80/b.html#top</loc></url>
+  <url><loc>http://SM.test:80/b.html#top</loc><changefreq>Daily</changefreq></url>
   <url><loc>http://sm.test/new.html</loc><lastmod>2026-01-25T10:00:00+00:00</lastmod></url>
   <url><loc>http://sm.test/old.html</loc><lastmod>2026-01-10</lastmod></url>
   <url><loc>http://sm.test/locked.html</loc><lastmod>2026-01-25</lastmod></url>
@@ -128,7 +128,11 @@ def test_sitemaps_add_same_host_urls_make_newer_pages_due_and_run_again_changes_
         assert row.metadata["source"] == "sitemap", url
     assert after["http://sm.test/a.html"].metadata == {
         "source": "sitemap", "sitemap_lastmod": "2026-01-05T00:00:00Z", "sitemap_priority": "0.8"}
-    assert after["http://sm.test/b.html"].metadata == {"source": "sitemap"}
+    assert after["http://sm.test/b.html"].metadata == {"source": "sitemap", "sitemap_changefreq": "daily"}
+    # a changefreq sets the first interval; without one, the schedule's default
+    assert {url: after[url].fetch_interval for url in FROM_SITEMAPS} == {
+        "http://sm.test/a.html": INTERVAL, "http://sm.test/b.html": 86400, "http://sm.test/c.html": INTERVAL,
+        "http://other.test/o1.html": INTERVAL}
 
     # a lastmod after the last fetch makes the page due now; before it, locked, gone or a
     # lastmod still to come (a made-up date): nothing
@@ -596,3 +600,20 @@ def test_an_unfinished_host_is_not_recorded_and_hosts_are_read_longest_waiting_f
                                     "host string, origin string")
     due = hosts_due(origins, storage.read_table(spark, path, "hostdb"), NOW, 86400)
     assert [r.host for r in reading_order(due, 1).collect()] == ["new.test", "slow.test", "old.test", "recent.test"]
+
+
+def test_a_changefreq_gives_the_first_interval_within_the_schedules_bounds(spark, make_test_conf):
+    from pyspark.sql import functions as F
+
+    from crawlkit.stages.sitemaps import first_interval
+
+    freqs = spark.createDataFrame([(f,) for f in ("always", "hourly", "weekly", "never", None)], "changefreq string")
+    conf = make_test_conf(schedule__min_interval=7200, schedule__default_interval=86400,
+                          schedule__max_interval=10 * 86400)
+
+    def intervals(conf):
+        return [r[0] for r in freqs.select(first_interval(F.col("changefreq"), conf)).collect()]
+
+    # always and hourly up to the floor, never down to the ceiling; no changefreq: the default
+    assert intervals(conf) == [7200, 7200, 7 * 86400, 10 * 86400, 86400]
+    assert intervals(conf.with_overrides({"sitemaps.changefreq": False})) == [86400] * 5
