@@ -22,9 +22,12 @@ Crawl-delay of the host's origins, capped at ``fetcher.max_crawl_delay``):
    ``sitemaps.max_sitemaps_per_host`` documents and ``sitemaps.max_urls_per_host`` URLs. A
    sitemap URL is read once per host, whichever origins list it.
 
-Hosts never read to the end go first, then those read longest ago. ``sitemaps.time_limit``
-bounds the step as ``fetcher.time_limit`` bounds fetch: no request starts after it, and a
-host it stopped (what it found is merged) or never began stays due.
+Hosts never begun go first, then those begun longest ago. ``sitemaps.time_limit`` bounds
+the step as ``fetcher.time_limit`` bounds fetch: no request starts after it (one begun runs
+to its end, robots.txt's redirects included), a task that met it begins no more hosts, and
+a host it stopped (what it found is merged) or never began stays due; the stopped one goes
+behind the others, as begun. A host whose read takes longer than the limit is never read to
+the end: it yields what its first documents list, each run.
 
 Only sitemap documents on the host itself are fetched (a task owns its hosts' politeness;
 a Sitemap: line naming another host is counted ``sitemaps_other_host``). Redirects are
@@ -116,12 +119,12 @@ class TimeUp(Exception):
 class HostReader:
     """Reads the sitemaps of one host after another, politely (see the module doc)."""
 
-    def __init__(self, conf: Mapping[str, Any], client: HttpClient, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, conf: Mapping[str, Any], client: HttpClient, sleep: Callable[[float], None] | None = None,
                  deadline: float = math.inf):
         self.settings = client.settings
         self.deadline = deadline   # time.monotonic() of the stage's time limit: no request after it
         self.client = client
-        self.sleep = sleep
+        self.sleep = sleep or time.sleep   # looked up now: a test's clock replaces the module's time
         self.guess = conf["sitemaps.guess"]
         self.max_depth = conf["sitemaps.max_depth"]
         self.max_docs = conf["sitemaps.max_sitemaps_per_host"]
@@ -134,6 +137,7 @@ class HostReader:
         self._delay = self.settings.server_delay   # the host's delay: the largest asked for
         self._paused = False   # the host answered 429 or 503: no more requests this run
         self.retry_after: int | None = None   # seconds the host's 429/503 asked for (Retry-After)
+        self.timed_out = False   # TimeUp came: the task begins no more hosts
 
     def read(self, host: str, origins: list[str]) -> tuple[dict[str, dict], Counter]:
         """The host's sitemap URLs (url -> row) and the counters of reading them (none zero)."""
@@ -146,8 +150,10 @@ class HostReader:
         self.retry_after = None
         try:
             self._read_origins(host, origins, found, counters)
-        except TimeUp:   # what was found counts; the host stays due (record_hosts_read)
-            counters["hosts_unfinished"] += 1
+        except TimeUp:   # what was found counts; the host stays due (record_hosts_read) ...
+            self.timed_out = True
+            if not any(counters[k] for k in CUT_SHORT):   # ... unless it failed first: backed off
+                counters["hosts_unfinished"] += 1
         return found, +counters
 
     def _read_origins(self, host: str, origins: list[str], found: dict[str, dict], counters: Counter) -> None:
@@ -346,7 +352,8 @@ def _read_partition(conf: dict, ends_at: float | None = None):
                 by_host.setdefault(row["host"], []).append(row["origin"])
         try:
             for host, origins in by_host.items():
-                if time.monotonic() >= deadline:   # no host row: it stays due
+                # once one host met the limit (a delay's sleep short of it) none is begun
+                if reader.timed_out or time.monotonic() >= deadline:   # no host row: it stays due
                     totals["hosts_not_reached"] += 1
                     continue
                 found, counters = _read_host(reader, host, sorted(set(origins)))
@@ -372,17 +379,17 @@ def crawldb_origins(crawldb: DataFrame) -> DataFrame:
 
 
 def hosts_due(origins: DataFrame, hostdb: DataFrame, now: datetime, interval: float) -> DataFrame:
-    """The (host, origin, sitemaps_read) rows of the hosts due for their sitemaps: not read
+    """The (host, origin, sitemaps_begun) rows of the hosts due for their sitemaps: not read
     to the end within ``interval`` seconds before ``now`` (0: whenever), and not waiting out a
     cut-short read's retry time. A read recorded after ``now`` (a clock set back, a run at a
-    later ``--now``) does not count as recent: that host is due. ``sitemaps_read`` (null:
-    never read to the end) orders the read under a time limit."""
+    later ``--now``) does not count as recent: that host is due. ``sitemaps_begun`` (null:
+    never begun) orders the read under a time limit."""
     now_ts = F.lit(now).cast("timestamp")
     waiting = F.col("sitemaps_retry_at") > now_ts
     if interval > 0:
         since = F.lit(now - timedelta(seconds=interval)).cast("timestamp")
         waiting = waiting | ((F.col("sitemaps_read") > since) & (F.col("sitemaps_read") <= now_ts))
-    last = hostdb.select("host", "sitemaps_read", F.coalesce(waiting, F.lit(False)).alias("_waiting"))
+    last = hostdb.select("host", "sitemaps_begun", F.coalesce(waiting, F.lit(False)).alias("_waiting"))
     return origins.join(last, "host", "left").filter(~F.coalesce("_waiting", F.lit(False))).drop("_waiting")
 
 
@@ -390,7 +397,7 @@ def read_sitemaps(due: DataFrame, conf: Conf, ends_at: float | None = None) -> D
     """The sitemap-found rows (url, host, domain, lastmod, changefreq, priority, sitemap),
     a row per host read (``url`` and ``counters`` null; ``outcome``, ``found_urls``,
     ``retry_after``) and the tasks' counter rows (``counters`` set, everything else null).
-    A task reads the hosts never read to the end first, then the longest ago: under a time
+    A task reads the hosts never begun first, then those begun longest ago: under a time
     limit (``ends_at``) those that waited longest are not the ones left for the next run."""
     partitions = conf["sitemaps.partitions"] or due.sparkSession.sparkContext.defaultParallelism
     return reading_order(due, partitions).mapInArrow(_read_partition(conf.to_dict(), ends_at), FOUND_DDL)
@@ -398,9 +405,9 @@ def read_sitemaps(due: DataFrame, conf: Conf, ends_at: float | None = None) -> D
 
 def reading_order(due: DataFrame, partitions: int) -> DataFrame:
     """(host, origin) in ``partitions`` tasks, a host in one, the hosts of a task in the
-    order to read them: never read to the end first, then by their last read."""
+    order to read them: never begun first, then by when they were last begun."""
     return (due.repartition(partitions, "host")
-            .sortWithinPartitions(F.col("sitemaps_read").asc_nulls_first(), "host", "origin")
+            .sortWithinPartitions(F.col("sitemaps_begun").asc_nulls_first(), "host", "origin")
             .select("host", "origin"))
 
 
@@ -535,10 +542,10 @@ def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datet
     none when no host was read): a read to the end at ``now``, its failures in a row reset;
     a read cut short counts one more failure in a row and is not retried before
     ``RETRY_BASE`` doubled for each earlier one (at most ``interval``) or the host's
-    Retry-After, whichever is later. A host filtered, or unfinished at the time limit, is not
-    recorded (it is due again). Returns the hosts read to the end."""
-    hosts = (output.filter(F.col("url").isNull() & F.col("counters").isNull()
-                           & F.col("outcome").isin("complete", "cut_short"))
+    Retry-After, whichever is later. Every host begun is recorded as begun at ``now``; one the
+    time limit stopped only so (it stays due, behind the hosts not begun since); a filtered
+    one not at all. Returns the hosts read to the end."""
+    hosts = (output.filter(F.col("url").isNull() & F.col("counters").isNull() & (F.col("outcome") != "filtered"))
              .select("host", "outcome", "found_urls", "retry_after")
              .dropDuplicates(["host"]))   # one task reads a host; a MERGE refuses a repeated key
     counted = hosts.agg(F.count(F.lit(1)).alias("hosts"),
@@ -555,15 +562,19 @@ def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datet
 
     failures = F.coalesce(F.col("h.sitemaps_failures"), F.lit(0)) + 1
     complete, cut_short = F.col("s.outcome") == "complete", F.col("s.outcome") == "cut_short"
-    read_set = {"sitemaps_read": now_ts, "sitemap_urls": F.col("s.found_urls"),
+    begun = {"sitemaps_begun": now_ts}
+    read_set = {**begun, "sitemaps_read": now_ts, "sitemap_urls": F.col("s.found_urls"),
                 "sitemaps_failures": F.lit(0), "sitemaps_retry_at": F.lit(None).cast("timestamp")}
     with storage.commit_tag(spark, tag):
         (hostdb.alias("h").merge(hosts.alias("s"), "h.host = s.host")
          .whenMatchedUpdate(condition=complete, set=read_set)
-         .whenMatchedUpdate(condition=cut_short, set={"sitemaps_failures": failures,
+         .whenMatchedUpdate(condition=cut_short, set={**begun, "sitemaps_failures": failures,
                                                            "sitemaps_retry_at": retry_at(failures)})
+         .whenMatchedUpdate(set=begun)   # unfinished
          .whenNotMatchedInsert(condition=complete, values={"host": F.col("s.host"), **read_set})
-         .whenNotMatchedInsert(values={"host": F.col("s.host"), "sitemaps_failures": F.lit(1),
-                                       "sitemaps_retry_at": retry_at(F.lit(1))})
+         .whenNotMatchedInsert(condition=cut_short, values={"host": F.col("s.host"), **begun,
+                                                            "sitemaps_failures": F.lit(1),
+                                                            "sitemaps_retry_at": retry_at(F.lit(1))})
+         .whenNotMatchedInsert(values={"host": F.col("s.host"), **begun})
          .execute())
     return read

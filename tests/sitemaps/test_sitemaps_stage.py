@@ -556,34 +556,51 @@ def test_runs_at_one_now_keep_each_their_counters_file(spark, make_test_conf):
 
 
 def test_the_time_limit_stops_requests_keeps_what_was_found_and_leaves_the_rest_due(fake, monkeypatch):
-    """Every request takes 10 s on the fake clock, the limit is 35 s: the first host is read to
-    the end, the second is stopped before its second sitemap (its first one's URL kept), the
-    third is not begun."""
+    """Requests take 1 s and start 10 s apart (server_delay); the limit is 25 s: the first host
+    is read to the end, the second is stopped before its second sitemap (its first one's URL
+    kept), and the third is not begun, though the clock (24 s) would let its first request out:
+    the task stops at the first host the limit stops."""
     import pyarrow as pa
 
     from crawlkit.stages import sitemaps
 
-    web = fake({"http://one.test/robots.txt": _robots("", 10.0),
-                "http://one.test/sitemap.xml": (200, {}, URLSET % b"http://one.test/a", 10.0),
-                "http://two.test/robots.txt": _robots("Sitemap: http://two.test/a.xml\nSitemap: http://two.test/b.xml\n", 10.0),
-                "http://two.test/a.xml": (200, {}, URLSET % b"http://two.test/a", 10.0),
-                "http://two.test/b.xml": (200, {}, URLSET % b"http://two.test/b", 10.0),
-                "http://three.test/robots.txt": _robots("", 10.0)})
+    web = fake({"http://one.test/robots.txt": _robots("", 1.0),
+                "http://one.test/sitemap.xml": (200, {}, URLSET % b"http://one.test/a", 1.0),
+                "http://two.test/robots.txt": _robots("Sitemap: http://two.test/a.xml\nSitemap: http://two.test/b.xml\n", 1.0),
+                "http://two.test/a.xml": (200, {}, URLSET % b"http://two.test/a", 1.0),
+                "http://two.test/b.xml": (200, {}, URLSET % b"http://two.test/b", 1.0),
+                "http://three.test/robots.txt": _robots("", 1.0)}, fetcher__server_delay=10.0)
     web.close = lambda: None
     monkeypatch.setattr(sitemaps, "HttpClient", lambda _settings, _guard: web)
     batch = pa.RecordBatch.from_pylist([{"host": h, "origin": f"http://{h}"} for h in ("one.test", "two.test", "three.test")])
-    rows = [r for b in sitemaps._read_partition(web.conf.to_dict(), ends_at=web.now + 35)(iter([batch]))
+    start = web.now
+    rows = [r for b in sitemaps._read_partition(web.conf.to_dict(), ends_at=start + 25)(iter([batch]))
             for r in b.to_pylist()]
     assert {r["host"]: r["outcome"] for r in rows if r["url"] is None and r["counters"] is None} == {
         "one.test": "complete", "two.test": "unfinished"}
     assert sorted(r["url"] for r in rows if r["url"]) == ["http://one.test/a", "http://two.test/a"]
     assert web.log == ["http://one.test/robots.txt", "http://one.test/sitemap.xml",
                        "http://two.test/robots.txt", "http://two.test/a.xml"]
+    assert web.now - start == 24
     counters = json.loads(rows[-1]["counters"])
     assert (counters["hosts"], counters["hosts_unfinished"], counters["hosts_not_reached"]) == (2, 1, 1)
 
 
-def test_an_unfinished_host_is_not_recorded_and_hosts_are_read_longest_waiting_first(spark, make_test_conf):
+def test_a_host_that_failed_before_the_time_limit_is_cut_short_not_unfinished(fake):
+    from crawlkit.stages.sitemaps import HostReader, host_outcome
+
+    web = fake({"http://h.test/robots.txt": _robots("Sitemap: http://h.test/a.xml\nSitemap: http://h.test/b.xml\n", 1.0),
+                "http://h.test/a.xml": (500, {}, b"", 1.0)}, fetcher__server_delay=10.0)
+    _, counters = HostReader(web.conf, web, web.sleep, deadline=web.now + 15).read("h.test", ["http://h.test"])
+    assert web.log == ["http://h.test/robots.txt", "http://h.test/a.xml"] and counters["failed"] == 1
+    # backed off as a failing host (an unfinished one would be asked again at the next run)
+    assert host_outcome(counters) == "cut_short" and "hosts_unfinished" not in counters
+
+
+def test_an_unfinished_host_stays_due_behind_the_hosts_not_begun_since(spark, make_test_conf):
+    """A host the time limit stopped is recorded only as begun: still due, its last read and
+    failures as they were, and read after the hosts begun longer ago (a host slower than the
+    limit does not hold the ones behind it back run after run)."""
     from crawlkit.stages.sitemaps import hosts_due, reading_order, record_hosts_read
 
     conf = make_test_conf()
@@ -594,12 +611,14 @@ def test_an_unfinished_host_is_not_recorded_and_hosts_are_read_longest_waiting_f
         record_hosts_read(spark, hostdb, _host_rows(spark, (host, "complete", 1, None)), at, 86400, "t")
     assert record_hosts_read(spark, hostdb, _host_rows(spark, ("slow.test", "unfinished", 5, None),
                                                       ("recent.test", "unfinished", 5, None)), NOW, 86400, "t") == 0
-    stored = {r.host: r.sitemaps_read for r in storage.read_table(spark, path, "hostdb").collect()}
-    assert stored == {"old.test": NOW - 3 * day, "recent.test": NOW - 2 * day}   # unchanged, still due
+    stored = {r.host: (r.sitemaps_begun, r.sitemaps_read, r.sitemap_urls, r.sitemaps_failures)
+              for r in storage.read_table(spark, path, "hostdb").collect()}
+    assert stored == {"old.test": (NOW - 3 * day, NOW - 3 * day, 1, 0), "recent.test": (NOW, NOW - 2 * day, 1, 0),
+                      "slow.test": (NOW, None, None, None)}
     origins = spark.createDataFrame([(h, f"http://{h}") for h in ("recent.test", "slow.test", "old.test", "new.test")],
                                     "host string, origin string")
-    due = hosts_due(origins, storage.read_table(spark, path, "hostdb"), NOW, 86400)
-    assert [r.host for r in reading_order(due, 1).collect()] == ["new.test", "slow.test", "old.test", "recent.test"]
+    due = hosts_due(origins, storage.read_table(spark, path, "hostdb"), NOW + day / 2, 86400)
+    assert [r.host for r in reading_order(due, 1).collect()] == ["new.test", "old.test", "recent.test", "slow.test"]
 
 
 def test_a_changefreq_gives_the_first_interval_within_the_schedules_bounds(spark, make_test_conf):
@@ -617,3 +636,16 @@ def test_a_changefreq_gives_the_first_interval_within_the_schedules_bounds(spark
     # always and hourly up to the floor, never down to the ceiling; no changefreq: the default
     assert intervals(conf) == [7200, 7200, 7 * 86400, 10 * 86400, 86400]
     assert intervals(conf.with_overrides({"sitemaps.changefreq": False})) == [86400] * 5
+
+
+def test_a_v1_hostdb_gains_sitemaps_begun_and_keeps_its_rows(spark, tmp_path):
+    from delta.tables import DeltaTable
+
+    path = str(tmp_path / "hostdb")
+    (spark.createDataFrame([("a.test", NOW, 3, 0, None)], "host string, sitemaps_read timestamp, sitemap_urls int, "
+                                                         "sitemaps_failures int, sitemaps_retry_at timestamp")
+     .write.format("delta").save(path))
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{storage.SCHEMA_PROPERTY}' = 'hostdb:v1')")
+    storage.ensure_table(spark, path, "hostdb")
+    assert [tuple(r) for r in storage.read_table(spark, path, "hostdb").collect()] == [("a.test", NOW, 3, 0, None, None)]
+    assert DeltaTable.forPath(spark, path).detail().first()["properties"][storage.SCHEMA_PROPERTY] == "hostdb:v2"
