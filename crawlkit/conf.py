@@ -103,16 +103,21 @@ def _check_range(spec: KeySpec, value: Any, origin: str) -> None:
         return
     bounds = []
     if spec.min is not None and value < spec.min:
-        bounds.append(f">= {spec.min:g}")
+        bounds.append(f">= {_bound(spec.min)}")
     if spec.above is not None and value <= spec.above:
-        bounds.append(f"> {spec.above:g}")
+        bounds.append(f"> {_bound(spec.above)}")
     if spec.max is not None and value > spec.max:
-        bounds.append(f"<= {spec.max:g}")
+        bounds.append(f"<= {_bound(spec.max)}")
     if bounds or not math.isfinite(value):
-        wanted = [f">= {spec.min:g}"] if spec.min is not None else []
-        wanted += [f"> {spec.above:g}"] if spec.above is not None else []
-        wanted += [f"<= {spec.max:g}"] if spec.max is not None else []
+        wanted = [f">= {_bound(spec.min)}"] if spec.min is not None else []
+        wanted += [f"> {_bound(spec.above)}"] if spec.above is not None else []
+        wanted += [f"<= {_bound(spec.max)}"] if spec.max is not None else []
         raise ConfError(f"{origin}: {spec.key} must be {' and '.join(wanted)}, got {value!r}")
+
+
+def _bound(number: int | float) -> str:
+    """A bound as written: an int whole (2147483647, not 2.14748e+09), a float short."""
+    return str(number) if isinstance(number, int) else f"{number:g}"
 
 
 def _check_choices(spec: KeySpec, value: Any, origin: str) -> Any:

@@ -4,7 +4,7 @@ Layout under one crawl directory (a path or URI)::
 
     crawldb/                     Delta, one row per URL (schemas/crawldb.json)
     linkdb/                      Delta, append-only: a version of a page's links per fetch (schemas/links.json, crawlkit.linkdb)
-    hostdb/                      Delta, one row per host whose sitemaps were read (schemas/hostdb.json, crawlkit.stages.sitemaps)
+    hostdb/                      Delta, one row per host whose sitemaps a run began (schemas/hostdb.json, crawlkit.stages.sitemaps)
     segments/<segment>/fetchlist Parquet, written by generate, one host per partition
     segments/<segment>/content   Parquet, written by fetch (nothing dropped)
     segments/<segment>/parse     Parquet, written by parse

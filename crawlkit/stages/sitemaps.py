@@ -379,17 +379,17 @@ def crawldb_origins(crawldb: DataFrame) -> DataFrame:
 
 
 def hosts_due(origins: DataFrame, hostdb: DataFrame, now: datetime, interval: float) -> DataFrame:
-    """The (host, origin, sitemaps_begun) rows of the hosts due for their sitemaps: not read
-    to the end within ``interval`` seconds before ``now`` (0: whenever), and not waiting out a
-    cut-short read's retry time. A read recorded after ``now`` (a clock set back, a run at a
-    later ``--now``) does not count as recent: that host is due. ``sitemaps_begun`` (null:
-    never begun) orders the read under a time limit."""
+    """The (host, origin, sitemaps_begun, sitemaps_read) rows of the hosts due for their
+    sitemaps: not read to the end within ``interval`` seconds before ``now`` (0: whenever),
+    and not waiting out a cut-short read's retry time. A read recorded after ``now`` (a clock
+    set back, a run at a later ``--now``) does not count as recent: that host is due. The
+    two times order the read under a time limit (reading_order)."""
     now_ts = F.lit(now).cast("timestamp")
     waiting = F.col("sitemaps_retry_at") > now_ts
     if interval > 0:
         since = F.lit(now - timedelta(seconds=interval)).cast("timestamp")
         waiting = waiting | ((F.col("sitemaps_read") > since) & (F.col("sitemaps_read") <= now_ts))
-    last = hostdb.select("host", "sitemaps_begun", F.coalesce(waiting, F.lit(False)).alias("_waiting"))
+    last = hostdb.select("host", "sitemaps_begun", "sitemaps_read", F.coalesce(waiting, F.lit(False)).alias("_waiting"))
     return origins.join(last, "host", "left").filter(~F.coalesce("_waiting", F.lit(False))).drop("_waiting")
 
 
@@ -405,9 +405,11 @@ def read_sitemaps(due: DataFrame, conf: Conf, ends_at: float | None = None) -> D
 
 def reading_order(due: DataFrame, partitions: int) -> DataFrame:
     """(host, origin) in ``partitions`` tasks, a host in one, the hosts of a task in the
-    order to read them: never begun first, then by when they were last begun."""
+    order to read them: never begun first, then by when they were last begun (a v1 hostdb's
+    rows, without that, by their last read)."""
+    begun = F.coalesce("sitemaps_begun", "sitemaps_read")
     return (due.repartition(partitions, "host")
-            .sortWithinPartitions(F.col("sitemaps_begun").asc_nulls_first(), "host", "origin")
+            .sortWithinPartitions(begun.asc_nulls_first(), "host", "origin")
             .select("host", "origin"))
 
 
@@ -435,9 +437,11 @@ def new_rows(found: DataFrame, crawldb: DataFrame, score: float, conf: Conf) -> 
 
 def first_interval(changefreq, conf: Conf):
     """Seconds to a new URL's first refetch: its changefreq's (CHANGEFREQ_SECONDS) clamped to
-    the schedule's bounds under ``sitemaps.changefreq``, else ``schedule.default_interval``."""
+    the schedule's bounds under ``sitemaps.changefreq``, else ``schedule.default_interval``.
+    Not under the change_rate schedule, which prices a page the crawl lacks by 1/interval: a
+    claimed "hourly" would put it behind the held pages; that schedule measures the rate."""
     default = F.lit(conf["schedule.default_interval"])
-    if not conf["sitemaps.changefreq"]:
+    if not conf["sitemaps.changefreq"] or conf["schedule.kind"] == "change_rate":
         return default
     seconds = F.create_map(*[F.lit(x) for pair in CHANGEFREQ_SECONDS.items() for x in pair])[changefreq]
     bounded = F.least(F.greatest(seconds, F.lit(conf["schedule.min_interval"])), F.lit(conf["schedule.max_interval"]))
@@ -539,7 +543,7 @@ def write_counters(spark: SparkSession, crawl_dir: str, now: datetime, result: d
 def record_hosts_read(spark: SparkSession, hostdb, output: DataFrame, now: datetime, interval: float,
                       tag: str) -> int:
     """Record in the hostdb what each host of ``output`` came to (one commit tagged ``tag``,
-    none when no host was read): a read to the end at ``now``, its failures in a row reset;
+    none when no host was begun): a read to the end at ``now``, its failures in a row reset;
     a read cut short counts one more failure in a row and is not retried before
     ``RETRY_BASE`` doubled for each earlier one (at most ``interval``) or the host's
     Retry-After, whichever is later. Every host begun is recorded as begun at ``now``; one the

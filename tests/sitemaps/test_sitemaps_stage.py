@@ -601,6 +601,8 @@ def test_an_unfinished_host_stays_due_behind_the_hosts_not_begun_since(spark, ma
     """A host the time limit stopped is recorded only as begun: still due, its last read and
     failures as they were, and read after the hosts begun longer ago (a host slower than the
     limit does not hold the ones behind it back run after run)."""
+    from pyspark.sql import functions as F
+
     from crawlkit.stages.sitemaps import hosts_due, reading_order, record_hosts_read
 
     conf = make_test_conf()
@@ -619,6 +621,10 @@ def test_an_unfinished_host_stays_due_behind_the_hosts_not_begun_since(spark, ma
                                     "host string, origin string")
     due = hosts_due(origins, storage.read_table(spark, path, "hostdb"), NOW + day / 2, 86400)
     assert [r.host for r in reading_order(due, 1).collect()] == ["new.test", "old.test", "recent.test", "slow.test"]
+    # a v1 hostdb's rows have no begun time: their last read orders them, after the hosts never read
+    v1 = storage.read_table(spark, path, "hostdb").withColumn("sitemaps_begun", F.lit(None).cast("timestamp"))
+    assert [r.host for r in reading_order(hosts_due(origins, v1, NOW + day / 2, 86400), 1).collect()] == [
+        "new.test", "slow.test", "old.test", "recent.test"]
 
 
 def test_a_changefreq_gives_the_first_interval_within_the_schedules_bounds(spark, make_test_conf):
@@ -636,6 +642,8 @@ def test_a_changefreq_gives_the_first_interval_within_the_schedules_bounds(spark
     # always and hourly up to the floor, never down to the ceiling; no changefreq: the default
     assert intervals(conf) == [7200, 7200, 7 * 86400, 10 * 86400, 86400]
     assert intervals(conf.with_overrides({"sitemaps.changefreq": False})) == [86400] * 5
+    # change_rate prices a page the crawl lacks by 1/interval: a claimed "hourly" would sink it
+    assert intervals(conf.with_overrides({"schedule.kind": "change_rate"})) == [86400] * 5
 
 
 def test_a_v1_hostdb_gains_sitemaps_begun_and_keeps_its_rows(spark, tmp_path):

@@ -56,6 +56,7 @@ def test_wrong_type_in_site_file_is_refused(tmp_path):
     ("fetcher.threads", "-3", ">= 1"), ("fetcher.threads", "0", ">= 1"), ("generate.max_per_host", "-1", ">= 0"),
     ("fetcher.read_timeout", "0", "> 0"), ("scoring.damping", "1.5", "<= 1"), ("focus.learn_prior", "0", "> 0"),
     ("fetcher.server_delay", "inf", ">= 0"), ("scoring.opic_virtual_share", "nan", "<= 1"),
+    ("schedule.max_interval", str(2**31), "<= 2147483647"),   # fetch_interval is an int column
 ])
 def test_a_number_out_of_its_range_is_refused(key, value, bound):
     with pytest.raises(ConfError, match=f"{key.replace('.', '[.]')} must be .*{bound}.*got"):
