@@ -45,7 +45,8 @@ over unchanged sitemaps commits nothing to the crawldb):
   metadata ``source=sitemap`` and ``sitemap_lastmod`` / ``sitemap_priority`` /
   ``sitemap_changefreq`` when given, and under ``sitemaps.changefreq`` a first fetch interval
   from its changefreq (hourly: an hour, ..., clamped to the schedule's bounds; an adaptive
-  or change_rate schedule starts from it, the fixed one replaces it at the first fetch);
+  schedule starts from it, the fixed one replaces it at the first fetch; not under
+  change_rate, first_interval);
 * a known URL the crawl holds a copy of (fetched, not_modified, redirect_*), not locked by a
   generated segment, whose sitemap lastmod is later than its last fetch on the crawl's
   clock (crawlkit.schedule.last_fetch_time) and not after ``now`` (a lastmod to come is a
