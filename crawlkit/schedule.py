@@ -53,7 +53,6 @@ def next_interval(interval: Column, changed: Column, unchanged: Column, compared
     ``compared``: the fetch was compared with a stored copy, counted in ``check_count`` (the
     compared checks including this one); ``gap``: seconds since that copy was taken."""
     kind = conf["schedule.kind"]
-    low, high = float(conf["schedule.min_interval"]), float(conf["schedule.max_interval"])
     current = interval.cast("double")
     if kind == "fixed":
         return F.lit(conf["schedule.default_interval"]).cast("int")
@@ -67,4 +66,10 @@ def next_interval(interval: Column, changed: Column, unchanged: Column, compared
         new = F.when(compared, mean_gap).otherwise(current)
     else:
         raise ValueError(f"schedule.kind must be fixed, adaptive or change_rate, not {kind!r}")
-    return F.least(F.greatest(new, F.lit(low)), F.lit(high)).cast("int")
+    return bounded_interval(new, conf)
+
+
+def bounded_interval(seconds: Column, conf: Conf) -> Column:
+    """``seconds`` clamped to [schedule.min_interval, schedule.max_interval], as an int."""
+    low, high = float(conf["schedule.min_interval"]), float(conf["schedule.max_interval"])
+    return F.least(F.greatest(seconds.cast("double"), F.lit(low)), F.lit(high)).cast("int")

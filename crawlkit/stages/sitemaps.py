@@ -85,7 +85,7 @@ from crawlkit.fetch.outcomes import parse_retry_after
 from crawlkit.fetch.robots import RobotsRules, fetch_rules
 from crawlkit.fetch.settings import FetchSettings
 from crawlkit.fetch.sitemap import parse_sitemap
-from crawlkit.schedule import last_fetch_time
+from crawlkit.schedule import bounded_interval, last_fetch_time
 from crawlkit.status import Status
 from crawlkit.urls import UrlFilter, UrlNormalizer, domain_of, host_of
 
@@ -445,8 +445,8 @@ def first_interval(changefreq, conf: Conf):
     if not conf["sitemaps.changefreq"] or conf["schedule.kind"] == "change_rate":
         return default
     seconds = F.create_map(*[F.lit(x) for pair in CHANGEFREQ_SECONDS.items() for x in pair])[changefreq]
-    bounded = F.least(F.greatest(seconds, F.lit(conf["schedule.min_interval"])), F.lit(conf["schedule.max_interval"]))
-    return F.when(seconds.isNotNull(), bounded).otherwise(default).cast("int")   # greatest() skips a null
+    # bounded_interval of a null would be the floor (greatest() skips a null)
+    return F.when(seconds.isNotNull(), bounded_interval(seconds, conf)).otherwise(default).cast("int")
 
 
 def made_due(found: DataFrame, crawldb: DataFrame, now: datetime) -> DataFrame:
