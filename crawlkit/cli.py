@@ -35,7 +35,8 @@ STAGES = {
     "crawl": "inject, then run rounds of [sitemaps/]generate/fetch/parse/updatedb/dedup/score",
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
-    "maintain": "compact the crawl's Delta tables and delete the files no kept version needs (OPTIMIZE, VACUUM)",
+    "maintain": ("compact the crawl's Delta tables and delete the files no kept version needs (OPTIMIZE, "
+                 "VACUUM); with maintain.keep_segments, the old segments nothing reads"),
     "warc": "write a segment's fetched responses as WARC 1.1 files (archives, replay tools)",
     "stats": "crawldb statistics: counts by status, top hosts, score and fetch-interval distributions",
     "dump": "one URL's crawldb record with its inlinks (and anchors) and outlinks",

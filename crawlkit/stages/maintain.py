@@ -16,24 +16,28 @@ crawldb, the linkdb and the hostdb:
    for this command only (the crawl directory's lock keeps crawlkit's own writers out; a
    reader of an old version elsewhere may fail).
 
-The segments are not touched: the export reads the parse of each page's current content
-from whichever segment fetched it, so an old segment may still be needed.
+3. with ``maintain.keep_segments`` N > 0, the segments beyond the N newest that no round and
+   no page's parse needs any more are deleted (segment_pruning.py).
 
 ``crawlkit maintain`` runs it; ``maintain.every_rounds`` runs it after every N-th round of
-``round`` and ``crawl``. Counters per table (files compacted and written, bytes on disk before
-and after) go to ``<crawl>/_stats/maintain-<now>.json``.
+``round`` and ``crawl`` (counted from the newest segment the last run saw). Counters per table
+(files compacted and written, bytes on disk before and after) and the pruning's go to
+``<crawl>/_stats/maintain-<now>.json``.
 """
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from crawlkit import storage
+from crawlkit import segment_names, storage
 from crawlkit.conf import Conf
+from crawlkit.stages.segment_pruning import prune_segments
 
 DELTA_SAFE_HOURS = 168   # spark.databricks.delta.retentionDurationCheck's threshold (7 days)
+STATS_PREFIX = "maintain-"   # <crawl>/_stats/maintain-<now>.json, one per run
 TABLES = {"crawldb": storage.crawldb_path, "linkdb": storage.linkdb_path, "hostdb": storage.hostdb_path}
 
 
@@ -63,18 +67,45 @@ def maintain_table(spark: SparkSession, path: str, retain_hours: float, tag: str
 def run_maintain(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     """Maintain every Delta table of the crawl directory that exists; the counters by table."""
     crawl_dir, tag = conf["crawl.dir"], f"maintain:{now.isoformat()}"
-    result: dict = {"retain_hours": conf["maintain.retain_hours"]}
+    segments = storage.list_segments(spark, crawl_dir)
+    result: dict = {"retain_hours": conf["maintain.retain_hours"],
+                    "newest_segment": segments[-1] if segments else None}
     for name, path_of in TABLES.items():
         path = path_of(crawl_dir)
         if storage.is_delta(spark, path):
             result[name] = maintain_table(spark, path, conf["maintain.retain_hours"], tag)
+    if conf["maintain.keep_segments"] > 0:
+        result["segments"] = prune_segments(spark, crawl_dir, conf["maintain.keep_segments"])
     storage.write_json_file(spark, storage.join(crawl_dir, "_stats"),
-                            f"maintain-{now.strftime('%Y%m%d%H%M%S')}.json", result)
+                            f"{STATS_PREFIX}{now.strftime('%Y%m%d%H%M%S')}.json", result)
     return result
 
 
+def rounds_since_maintain(spark: SparkSession, crawl_dir: str) -> int | None:
+    """Segments made after the newest one the last ``maintain`` saw (its newest counters
+    file), or all of them when it never ran; None when that run did not record its newest
+    segment (its counters were written before maintain recorded it)."""
+    fs, folder = storage.hadoop_fs(spark, storage.join(crawl_dir, "_stats"))
+    names = sorted(s.getPath().getName() for s in fs.listStatus(folder)) if fs.exists(folder) else []
+    runs = [n for n in names if n.startswith(STATS_PREFIX) and n.endswith(".json")]
+    segments = storage.list_segments(spark, crawl_dir)
+    if not runs:
+        return len(segments)
+    last = json.loads(storage.read_text(spark, storage.join(crawl_dir, "_stats", runs[-1])))
+    if "newest_segment" not in last:
+        return None
+    after = segment_names.order_key(last["newest_segment"] or "")
+    return sum(segment_names.order_key(s) > after for s in segments)
+
+
 def maintenance_due(spark: SparkSession, conf: Conf) -> bool:
-    """After a round: whether the rounds so far (the segments) are a multiple of
-    ``maintain.every_rounds`` (0: never)."""
+    """After a round: whether ``maintain.every_rounds`` rounds (segments) were made since
+    ``maintain`` last ran (0: never). Counted by segment names after the last run's newest,
+    not by the number of segments, which pruning lowers."""
     every = conf["maintain.every_rounds"]
-    return every > 0 and len(storage.list_segments(spark, conf["crawl.dir"])) % every == 0
+    if every <= 0:
+        return False
+    since = rounds_since_maintain(spark, conf["crawl.dir"])
+    if since is None:   # the last run predates the record: every N-th segment, as it was counted then
+        return len(storage.list_segments(spark, conf["crawl.dir"])) % every == 0
+    return since >= every
