@@ -19,8 +19,9 @@ Limits, and why they are enforced here:
   :class:`~crawlkit.fetch.watchdog.Watchdog`, which shuts the socket down at the deadline;
 * ``max_content`` and the decompression guard — the raw stream is inflated by
   :class:`~crawlkit.fetch.decode.BodyBuffer` with an output cap;
-* ``max_header_bytes`` — checked once the headers are in (http.client itself refuses single
-  lines over 64 KiB and more than 100 headers, which bounds what it buffers).
+* ``max_header_bytes`` — checked once the headers are in, over every header line as sent
+  (http.client itself refuses single lines over 64 KiB and more than 100 headers, which
+  bounds what it buffers).
 
 The client reports facts (:class:`Response`); turning them into a fetch status is the
 fetcher's job.
@@ -57,9 +58,11 @@ CHUNK_BYTES = 64 * 1024
 # so the connection can be reused; longer ones cost a new connection instead of a download.
 DRAIN_LIMIT = 64 * 1024
 # Headers kept one value per line when repeated, not joined with ", " as RFC 9110 lets other
-# headers be: a cookie's Expires date holds a comma (RFC 6265 3), and "googlebot: noarchive"
-# would swallow the X-Robots-Tag after it. The WARC writer gives each line its own header.
-LINE_PER_VALUE = ("set-cookie", "x-robots-tag")
+# headers be: a cookie's Expires date holds a comma (RFC 6265 3), "googlebot: noarchive"
+# would swallow the X-Robots-Tag after it, and a second Content-Type would run into the
+# first one's charset (browsers take the last value). The WARC writer gives each line its
+# own header.
+LINE_PER_VALUE = ("set-cookie", "x-robots-tag", "content-type")
 
 
 class Failure(enum.Enum):
@@ -187,7 +190,8 @@ class HttpClient:
             # counts, as in browsers; merged, "text/html, text/html" is no media type at all
             content_types = raw.headers.getlist("content-type")
             response.content_type = media_type(content_types[-1]) if content_types else None
-            header_bytes = sum(len(k) + len(v) + 4 for k, v in headers.items())
+            # every line as sent ("Name: value\r\n"), a repeated header's name each time
+            header_bytes = sum(len(k) + len(v) + 4 for k, v in raw.headers.iteritems())
             if header_bytes > self.settings.max_header_bytes:
                 _fail(response, Failure.TRANSPORT, "headers too large")
             elif 200 <= status < 300 and (

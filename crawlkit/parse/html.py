@@ -331,7 +331,8 @@ def _declared_type(content_type: str | None, headers: dict[str, list[str]]) -> s
     if content_type and "charset" in content_type.lower():
         return content_type
     values = headers.get("content-type")
-    return values[-1] if values else content_type
+    # a repeated header comes one value per line (fetch/http.py LINE_PER_VALUE)
+    return values[-1].rsplit("\n", 1)[-1] if values else content_type
 
 
 def _lower_keys(headers: dict | None) -> dict[str, list[str]]:

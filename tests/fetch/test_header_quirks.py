@@ -90,6 +90,9 @@ def web():
                     RUSSIAN.encode("cp1251")),
         "/two-types": (200, [("Content-Type", "text/html"),
                              ("Content-Type", "text/html; charset=UTF-8")], b"<p>ok</p>"),
+        "/two-charsets": (200, [("Content-Type", "text/html; charset=iso-8859-1"),
+                                ("Content-Type", "text/html; charset=windows-1251")], RUSSIAN.encode("cp1251")),
+        "/many-cookies": (200, html + [("Set-Cookie", f"c{i}=1") for i in range(40)], b"<p>ok</p>"),
         "/utf8-location": (302, [("Location", CAFE)], b""),
         "/robots-tags": (200, html + [("X-Robots-Tag", "googlebot: noarchive"),
                                       ("X-Robots-Tag", "noindex, nofollow")],
@@ -135,6 +138,23 @@ def test_a_repeated_content_type_counts_by_its_last_value(web):
     a, *_ = web
     row = fetch([f"{a}/two-types"])[f"{a}/two-types"]
     assert (row["fetch_status"], row["content_type"]) == ("success", "text/html")
+
+
+def test_a_repeated_content_type_takes_its_charset_from_the_last_value(web):
+    a, *_ = web
+    row = fetch([f"{a}/two-charsets"])[f"{a}/two-charsets"]
+    # merged with ", " the first value's charset read "iso-8859-1, text/html", no codec at all
+    assert row["headers"]["content-type"].split("\n") == ["text/html; charset=iso-8859-1",
+                                                          "text/html; charset=windows-1251"]
+    assert parse(row)["title"] == "Привет мир"
+
+
+def test_repeated_headers_count_in_full_against_max_header_bytes(web):
+    a, *_ = web
+    # 40 lines "Set-Cookie: cN=1" are over 600 bytes on the wire; the name counted once, under 300
+    refused = fetch([f"{a}/many-cookies"], fetcher__max_header_bytes=400)[f"{a}/many-cookies"]
+    assert (refused["fetch_status"], refused["error"]) == ("retry", "headers too large")
+    assert fetch([f"{a}/many-cookies"], fetcher__max_header_bytes=1000)[f"{a}/many-cookies"]["fetch_status"] == "success"
 
 
 def test_a_utf8_location_is_read_as_utf8(web):
