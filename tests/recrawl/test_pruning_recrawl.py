@@ -57,6 +57,10 @@ def test_pruned_crawl_exports_and_scores_the_same(spark, tmp_path, replay_factor
     assert counters["removed"] == [segments[1]] and counters["kept_needed"] == 1
     assert storage.list_segments(spark, conf["crawl.dir"]) == [segments[0], segments[2]]
     assert _read(spark, conf) == before
-    # and the next round runs on the pruned crawl directory
+    # the next round runs on the pruned crawl directory, and maintains it after itself
+    # (maintain.every_rounds counts the segments made since the last run: one)
     server.set_clock(6 * 3600)
-    assert run_round(spark, conf, NOW + timedelta(hours=6), log=lambda _m: None).segment
+    report = run_round(spark, conf.with_overrides({"maintain.every_rounds": 1}), NOW + timedelta(hours=6),
+                       log=lambda _m: None)
+    assert "maintain" in report.seconds
+    assert storage.list_segments(spark, conf["crawl.dir"]) == [segments[0], report.segment]
