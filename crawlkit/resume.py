@@ -127,9 +127,12 @@ def abandon_segment(spark: SparkSession, conf: Conf, segment: str, now: datetime
         raise SegmentStateError(f"segment {segment} is already applied to the crawldb; it cannot "
                                 "be abandoned (the next round finishes its scoring if needed)")
     locked = _locks(spark, db_path).get(segment, (0, None))[0]
-    if not locked and storage.generated_tag(segment) not in tags:
+    exists = storage.path_exists(spark, storage.segment_path(crawl_dir, segment))
+    # a folder without a commit: generate died between its fetch list and its lock commit;
+    # abandoned, `maintain` may delete it (segment_pruning.py)
+    if not locked and storage.generated_tag(segment) not in tags and not exists:
         raise SegmentStateError(f"segment {segment} was never generated in {crawl_dir} "
-                                f"(no generate:{segment} commit, no URL locked by it)")
+                                f"(no generate:{segment} commit, no URL locked by it, no folder)")
     if locked:
         with storage.commit_tag(spark, f"abandon:{segment}"):
             storage.ensure_table(spark, db_path, "crawldb").update(
@@ -137,6 +140,6 @@ def abandon_segment(spark: SparkSession, conf: Conf, segment: str, now: datetime
                 set={"generated_segment": F.lit(None).cast("string"),
                      "generate_time": F.lit(None).cast("timestamp")})
     counters = {"segment": segment, "released": locked, "at": now.isoformat()}
-    if storage.path_exists(spark, storage.segment_path(crawl_dir, segment)):
+    if exists:
         storage.write_stats(spark, crawl_dir, segment, ABANDONED, counters)
     return counters

@@ -140,6 +140,7 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
     staging = _sibling(out, "writing")
     try:
         counters = _write(spark, conf, staging, version, base, cached)
+        _check_not_pruned(spark, crawl_dir, version)
         counters["out"] = out
         storage.write_text(spark, storage.join(staging, MANIFEST), json.dumps(counters, sort_keys=True, indent=1))
         _swap(spark, staging, out)
@@ -151,6 +152,18 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
         for frame in cached:
             frame.unpersist()
     return counters
+
+
+def _check_not_pruned(spark: SparkSession, crawl_dir: str, version: int) -> None:
+    """Refuse an export that ``maintain`` pruned segments under: a pruning against a crawldb
+    version newer than the export's may have deleted the parse of a page as the export's
+    version describes it (the page would be left out, and an increment would delete it)."""
+    from crawlkit.stages.maintain import last_run
+    pruned = (last_run(spark, crawl_dir) or {}).get("pruned_version")
+    if pruned is not None and pruned > version:
+        raise storage.SegmentStateError(
+            f"crawlkit maintain deleted segments (against crawldb version {pruned}) while this export "
+            f"read crawldb version {version}: a page's parse may have gone with them; run the export again")
 
 
 def _write(spark: SparkSession, conf: Conf, staging: str, version: int, base: baseline.Baseline | None,

@@ -20,9 +20,9 @@ crawldb, the linkdb and the hostdb:
    no page's parse needs any more are deleted (segment_pruning.py).
 
 ``crawlkit maintain`` runs it; ``maintain.every_rounds`` runs it after every N-th round of
-``round`` and ``crawl`` (counted from the newest segment the last run saw). Counters per table
-(files compacted and written, bytes on disk before and after) and the pruning's go to
-``<crawl>/_stats/maintain-<now>.json``.
+``round`` and ``crawl`` (counted from the newest segment the last run saw, kept in
+``<crawl>/_stats/last-maintain.json``). Counters per table (files compacted and written,
+bytes on disk before and after) and the pruning's go to ``<crawl>/_stats/maintain-<now>.json``.
 """
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ from pyspark.sql import SparkSession
 
 from crawlkit import segment_names, storage
 from crawlkit.conf import Conf
-from crawlkit.stages.segment_pruning import prune_segments
+from crawlkit.stages.segment_pruning import plan_pruning, prune
 
 DELTA_SAFE_HOURS = 168   # spark.databricks.delta.retentionDurationCheck's threshold (7 days)
-STATS_PREFIX = "maintain-"   # <crawl>/_stats/maintain-<now>.json, one per run
+LAST_RUN = "last-maintain.json"   # in <crawl>/_stats, beside each run's maintain-<now>.json
 TABLES = {"crawldb": storage.crawldb_path, "linkdb": storage.linkdb_path, "hostdb": storage.hostdb_path}
 
 
@@ -65,47 +65,53 @@ def maintain_table(spark: SparkSession, path: str, retain_hours: float, tag: str
 
 
 def run_maintain(spark: SparkSession, conf: Conf, now: datetime) -> dict:
-    """Maintain every Delta table of the crawl directory that exists; the counters by table."""
+    """Maintain every Delta table of the crawl directory that exists, then prune its segments
+    (``maintain.keep_segments``); the counters by table."""
     crawl_dir, tag = conf["crawl.dir"], f"maintain:{now.isoformat()}"
     segments = storage.list_segments(spark, crawl_dir)
-    result: dict = {"retain_hours": conf["maintain.retain_hours"],
-                    "newest_segment": segments[-1] if segments else None}
+    newest = segments[-1] if segments else None
+    result: dict = {"retain_hours": conf["maintain.retain_hours"], "newest_segment": newest}
     for name, path_of in TABLES.items():
         path = path_of(crawl_dir)
         if storage.is_delta(spark, path):
             result[name] = maintain_table(spark, path, conf["maintain.retain_hours"], tag)
-    if conf["maintain.keep_segments"] > 0:
-        result["segments"] = prune_segments(spark, crawl_dir, conf["maintain.keep_segments"])
+    plan = plan_pruning(spark, crawl_dir, conf["maintain.keep_segments"]) if conf["maintain.keep_segments"] else None
+    # recorded before a segment goes: an export of an older crawldb version learns of it
+    record_run(spark, crawl_dir, newest, plan.crawldb_version if plan and (plan.removable or plan.slim) else None)
+    if plan is not None:
+        result["segments"] = prune(spark, crawl_dir, plan)
     storage.write_json_file(spark, storage.join(crawl_dir, "_stats"),
-                            f"{STATS_PREFIX}{now.strftime('%Y%m%d%H%M%S')}.json", result)
+                            f"maintain-{now.strftime('%Y%m%d%H%M%S')}.json", result)
     return result
 
 
-def rounds_since_maintain(spark: SparkSession, crawl_dir: str) -> int | None:
-    """Segments made after the newest one the last ``maintain`` saw (its newest counters
-    file), or all of them when it never ran; None when that run did not record its newest
-    segment (its counters were written before maintain recorded it)."""
-    fs, folder = storage.hadoop_fs(spark, storage.join(crawl_dir, "_stats"))
-    names = sorted(s.getPath().getName() for s in fs.listStatus(folder)) if fs.exists(folder) else []
-    runs = [n for n in names if n.startswith(STATS_PREFIX) and n.endswith(".json")]
-    segments = storage.list_segments(spark, crawl_dir)
-    if not runs:
-        return len(segments)
-    last = json.loads(storage.read_text(spark, storage.join(crawl_dir, "_stats", runs[-1])))
-    if "newest_segment" not in last:
-        return None
-    after = segment_names.order_key(last["newest_segment"] or "")
-    return sum(segment_names.order_key(s) > after for s in segments)
+def last_run(spark: SparkSession, crawl_dir: str) -> dict | None:
+    """``<crawl>/_stats/last-maintain.json``: ``newest_segment`` when maintain last ran, and
+    ``pruned_version``, the newest crawldb version a run deleted segments against (null if
+    none did); None before the first run that wrote it."""
+    text = storage.read_text(spark, storage.join(crawl_dir, "_stats", LAST_RUN))
+    return None if text is None else json.loads(text)
+
+
+def record_run(spark: SparkSession, crawl_dir: str, newest_segment: str | None, pruned_version: int | None) -> None:
+    previous = (last_run(spark, crawl_dir) or {}).get("pruned_version")
+    versions = [v for v in (previous, pruned_version) if v is not None]
+    storage.write_json_file(spark, storage.join(crawl_dir, "_stats"), LAST_RUN,
+                            {"newest_segment": newest_segment, "pruned_version": max(versions, default=None)})
 
 
 def maintenance_due(spark: SparkSession, conf: Conf) -> bool:
-    """After a round: whether ``maintain.every_rounds`` rounds (segments) were made since
-    ``maintain`` last ran (0: never). Counted by segment names after the last run's newest,
-    not by the number of segments, which pruning lowers."""
+    """After a round: whether ``maintain.every_rounds`` rounds (segments) were made after the
+    newest segment the last run saw (0: never). Counted by names, not by the number of
+    segments, which pruning lowers; before any run recorded it, every N-th segment (as
+    before the record, and for a crawl never maintained the same)."""
     every = conf["maintain.every_rounds"]
     if every <= 0:
         return False
-    since = rounds_since_maintain(spark, conf["crawl.dir"])
-    if since is None:   # the last run predates the record: every N-th segment, as it was counted then
-        return len(storage.list_segments(spark, conf["crawl.dir"])) % every == 0
-    return since >= every
+    crawl_dir = conf["crawl.dir"]
+    segments = storage.list_segments(spark, crawl_dir)
+    last = last_run(spark, crawl_dir)
+    if last is None:
+        return len(segments) % every == 0
+    after = segment_names.order_key(last["newest_segment"] or "")
+    return sum(segment_names.order_key(s) > after for s in segments) >= every

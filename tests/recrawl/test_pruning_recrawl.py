@@ -1,5 +1,6 @@
 """Segment pruning on a real recrawl through the replay web: what export and similarity
-scoring read is the same after ``maintain`` deleted the segments no page needs.
+scoring read is the same after ``maintain`` deleted the segments no page needs and cut the
+others down to the parse rows pages need.
 
 Half the pages never change (refetched with 304s, their parse stays in round 1's segment),
 half change every minute on average (each round's fetch gives a new parse, so round 2's
@@ -53,8 +54,11 @@ def test_pruned_crawl_exports_and_scores_the_same(spark, tmp_path, replay_factor
 
     counters = run_maintain(spark, conf, NOW + timedelta(hours=5))["segments"]
 
-    # round 1 holds the unchanged pages' parse, round 3 is the newest: round 2 goes
+    # round 1 holds the unchanged pages' parse (cut down to it, its content gone), round 3 is
+    # the newest: round 2 goes
     assert counters["removed"] == [segments[1]] and counters["kept_needed"] == 1
+    assert counters["slimmed"] == [segments[0]]
+    assert not storage.segment_part_exists(spark, conf["crawl.dir"], segments[0], "content")
     assert storage.list_segments(spark, conf["crawl.dir"]) == [segments[0], segments[2]]
     assert _read(spark, conf) == before
     # the next round runs on the pruned crawl directory, and maintains it after itself

@@ -64,13 +64,13 @@ def test_the_default_retention_keeps_the_versions_of_the_last_week(spark, make_t
     assert spark.read.format("delta").option("versionAsOf", 1).load(path).count() == 20
 
 
-def test_maintenance_is_due_once_n_rounds_were_made_and_until_it_runs(spark, make_test_conf, tmp_path):
+def test_maintenance_is_due_after_every_nth_round(spark, make_test_conf, tmp_path):
     conf = make_test_conf(maintain__every_rounds=2)
     segments = tmp_path / "crawl" / "segments"
     for name in ("20260101000000", "20260102000000", "20260103000000"):
         (segments / name).mkdir(parents=True)
         due = maintenance_due(spark, conf)
-        assert due == (name != "20260101000000"), name
+        assert due == (name == "20260102000000"), name
     assert not maintenance_due(spark, make_test_conf(maintain__every_rounds=0))
 
 
