@@ -36,7 +36,7 @@ STAGES = {
     "round": "one round over an existing crawldb (cron-friendly)",
     "export": "export scores as search-index boosts",
     "maintain": ("compact the crawl's Delta tables and delete the files no kept version needs (OPTIMIZE, "
-                 "VACUUM); with maintain.keep_segments, the old segments nothing reads"),
+                 "VACUUM); with maintain.keep_segments, old segments cut down to what is still read"),
     "warc": "write a segment's fetched responses as WARC 1.1 files (archives, replay tools)",
     "stats": "crawldb statistics: counts by status, top hosts, score and fetch-interval distributions",
     "dump": "one URL's crawldb record with its inlinks (and anchors) and outlinks",

@@ -16,8 +16,8 @@ crawldb, the linkdb and the hostdb:
    for this command only (the crawl directory's lock keeps crawlkit's own writers out; a
    reader of an old version elsewhere may fail).
 
-3. with ``maintain.keep_segments`` N > 0, the segments beyond the N newest that no round and
-   no page's parse needs any more are deleted (segment_pruning.py).
+3. with ``maintain.keep_segments`` N > 0, the settled segments beyond the N newest are
+   deleted, or cut down to the parse rows pages still need (segment_pruning.py).
 
 ``crawlkit maintain`` runs it; ``maintain.every_rounds`` runs it after every N-th round of
 ``round`` and ``crawl`` (counted from the newest segment the last run saw, kept in
