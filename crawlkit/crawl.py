@@ -21,6 +21,7 @@ from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import new_segment_name, run_generate
 from crawlkit.stages.inject import run_inject
 from crawlkit.stages.maintain import maintenance_due, run_maintain
+from crawlkit.stages.segment_pruning import finish_interrupted
 from crawlkit.stages.parse import run_parse
 from crawlkit.stages.sitemaps import run_sitemaps
 from crawlkit.stages.updatedb import run_updatedb
@@ -53,6 +54,7 @@ def run_round(spark: SparkSession, conf: Conf, now: datetime, log: Callable[[str
     """
     from crawlkit.resume import resumable
 
+    finish_interrupted(spark, conf["crawl.dir"])   # a maintain killed while pruning segments
     unfinished = resumable(spark, conf, now, log)
     if unfinished is not None:
         report = RoundReport(segment=unfinished.segment, resumed_from=unfinished.stage)

@@ -121,6 +121,7 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
     if not storage.is_delta(spark, db_path):
         raise ValueError(f"no crawldb under {crawl_dir}")
     version = storage.table_version(spark, db_path)
+    prunings = _prunings(spark, crawl_dir)   # with the version: a pruning after it refuses the export
     if since_version is not None and since_export is not None:
         raise ValueError("give --since-version or --since-export, not both")
     if since_version is not None and not 0 <= since_version <= version:
@@ -140,7 +141,7 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
     staging = _sibling(out, "writing")
     try:
         counters = _write(spark, conf, staging, version, base, cached)
-        _check_not_pruned(spark, crawl_dir, version)
+        _check_not_pruned(spark, crawl_dir, version, prunings)
         counters["out"] = out
         storage.write_text(spark, storage.join(staging, MANIFEST), json.dumps(counters, sort_keys=True, indent=1))
         _swap(spark, staging, out)
@@ -154,16 +155,26 @@ def run_export(spark: SparkSession, conf: Conf, out: str | None = None,
     return counters
 
 
-def _check_not_pruned(spark: SparkSession, crawl_dir: str, version: int) -> None:
-    """Refuse an export that ``maintain`` pruned segments under: a pruning against a crawldb
-    version newer than the export's may have deleted the parse of a page as the export's
-    version describes it (the page would be left out, and an increment would delete it)."""
+def _prunings(spark: SparkSession, crawl_dir: str) -> tuple[int, int | None]:
+    """(prunings begun, the newest crawldb version one was planned against): maintain's record."""
     from crawlkit.stages.maintain import last_run
-    pruned = (last_run(spark, crawl_dir) or {}).get("pruned_version")
-    if pruned is not None and pruned > version:
+    last = last_run(spark, crawl_dir) or {}
+    return last.get("prunings", 0), last.get("pruned_version")
+
+
+def _check_not_pruned(spark: SparkSession, crawl_dir: str, version: int, at_start: tuple[int, int | None]) -> None:
+    """Refuse an export that ``maintain`` pruned segments under (segment_pruning.py): one began
+    while it ran, is under way or was killed, or was planned against a crawldb version newer
+    than the export's. A page's parse as the export's version describes it may be gone: the
+    page would be left out, and an increment would delete it from the index."""
+    from crawlkit.stages.segment_pruning import interrupted
+    prunings, pruned_version = _prunings(spark, crawl_dir)
+    if (interrupted(spark, crawl_dir) or prunings != at_start[0]
+            or (pruned_version is not None and pruned_version > version)):
         raise storage.SegmentStateError(
-            f"crawlkit maintain deleted segments (against crawldb version {pruned}) while this export "
-            f"read crawldb version {version}: a page's parse may have gone with them; run the export again")
+            f"crawlkit maintain deleted segment data while this export read crawldb version {version} "
+            "(or is doing so, or was killed doing so): a page's parse may have gone with it; run the "
+            "export again (after `crawlkit maintain` if one was killed)")
 
 
 def _write(spark: SparkSession, conf: Conf, staging: str, version: int, base: baseline.Baseline | None,

@@ -76,28 +76,34 @@ def run_maintain(spark: SparkSession, conf: Conf, now: datetime) -> dict:
         if storage.is_delta(spark, path):
             result[name] = maintain_table(spark, path, conf["maintain.retain_hours"], tag)
     plan = plan_pruning(spark, crawl_dir, conf["maintain.keep_segments"]) if conf["maintain.keep_segments"] else None
-    # recorded before a segment goes: an export of an older crawldb version learns of it
-    record_run(spark, crawl_dir, newest, plan.crawldb_version if plan and (plan.removable or plan.slim) else None)
+    if plan is not None and (plan.removable or plan.slim):
+        # recorded before a segment goes: an export running or of an older crawldb version learns of it
+        _record(spark, crawl_dir, prunings=_last(spark, crawl_dir).get("prunings", 0) + 1,
+                pruned_version=max(plan.crawldb_version, _last(spark, crawl_dir).get("pruned_version") or -1))
     if plan is not None:
         result["segments"] = prune(spark, crawl_dir, plan)
+    # only now: a run killed before this is due again after the next round
+    _record(spark, crawl_dir, newest_segment=newest)
     storage.write_json_file(spark, storage.join(crawl_dir, "_stats"),
                             f"maintain-{now.strftime('%Y%m%d%H%M%S')}.json", result)
     return result
 
 
 def last_run(spark: SparkSession, crawl_dir: str) -> dict | None:
-    """``<crawl>/_stats/last-maintain.json``: ``newest_segment`` when maintain last ran, and
-    ``pruned_version``, the newest crawldb version a run deleted segments against (null if
-    none did); None before the first run that wrote it."""
+    """``<crawl>/_stats/last-maintain.json``: ``newest_segment`` when maintain last ran to
+    its end; ``prunings``, how many prunings began (that deleted anything); ``pruned_version``,
+    the newest crawldb version one was planned against. None before the first run wrote it."""
     text = storage.read_text(spark, storage.join(crawl_dir, "_stats", LAST_RUN))
     return None if text is None else json.loads(text)
 
 
-def record_run(spark: SparkSession, crawl_dir: str, newest_segment: str | None, pruned_version: int | None) -> None:
-    previous = (last_run(spark, crawl_dir) or {}).get("pruned_version")
-    versions = [v for v in (previous, pruned_version) if v is not None]
-    storage.write_json_file(spark, storage.join(crawl_dir, "_stats"), LAST_RUN,
-                            {"newest_segment": newest_segment, "pruned_version": max(versions, default=None)})
+def _last(spark: SparkSession, crawl_dir: str) -> dict:
+    return last_run(spark, crawl_dir) or {}
+
+
+def _record(spark: SparkSession, crawl_dir: str, **values) -> None:
+    record = {"newest_segment": None, "prunings": 0, "pruned_version": None} | _last(spark, crawl_dir) | values
+    storage.write_json_file(spark, storage.join(crawl_dir, "_stats"), LAST_RUN, record)
 
 
 def maintenance_due(spark: SparkSession, conf: Conf) -> bool:
@@ -111,7 +117,7 @@ def maintenance_due(spark: SparkSession, conf: Conf) -> bool:
     crawl_dir = conf["crawl.dir"]
     segments = storage.list_segments(spark, crawl_dir)
     last = last_run(spark, crawl_dir)
-    if last is None:
+    if last is None or "newest_segment" not in last:
         return len(segments) % every == 0
     after = segment_names.order_key(last["newest_segment"] or "")
     return sum(segment_names.order_key(s) > after for s in segments) >= every

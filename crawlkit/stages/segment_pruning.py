@@ -16,21 +16,23 @@ the rows pages need, its content and fetch list deleted (most old segments hold 
 current parse while pages of every change rate are recrawled). A page needs a row when it is
 the page's newest successful parse (the similarity scorer's corpus,
 ``scoring.job.crawled_texts``) or the newest parse of the content the crawldb describes for a
-page with content (what ``export`` indexes, ``export.pages``; a ``duplicate`` too, which
-dedup may revive). A page refetched unchanged with a 304 keeps the row of its last full fetch.
+page, whatever its status (what ``export`` indexes once the page has content again,
+``export.pages``: a ``duplicate`` dedup revives, a page in ``retry`` a 304 answers). A page refetched unchanged with a 304 keeps the row of its last full fetch.
 
 What goes with a segment or its content: the raw content (``crawlkit warc`` of it,
 ``inspect`` of its pages), its round's fetch outcomes in ``report`` and ``evaluate``, and a
 rebuilt export of an old crawldb version (``export --since-version`` without a saved state)
 for the pages it held.
 
-A segment or part is first moved out of ``segments/`` into ``<crawl>/_pruning/`` (one
-rename), then deleted there; the next run empties what a killed one left there. A cut-down
-parse is written beside its segment and renamed in; one a killed run left complete beside an
-empty place is renamed in by the next. Export and warc take no lock: ``maintain`` records
-the crawldb version it planned against before it deletes anything, and an export of an older
-version is refused at its end (export/job.py): a page's parse as that version describes it
-may be gone.
+A pruning makes ``<crawl>/_pruning/`` when it begins and deletes it at its end. A segment or
+part is moved there in one rename, then deleted; a cut-down parse is written beside its
+segment and renamed in. After a killed pruning (``_pruning/`` left) the next ``maintain`` or
+round first renames in the cut-down parse parts left complete beside an empty place, then
+empties ``_pruning/``. Export and warc take no lock: ``maintain`` records each pruning and the
+crawldb version it planned against before it deletes anything, and an export is refused at
+its end (export/job.py) when a pruning ran while it did, is under way or was killed, or was
+planned against a newer crawldb version than the export's: a page's parse as the export's
+version describes it may be gone.
 """
 from __future__ import annotations
 
@@ -41,7 +43,6 @@ from pyspark.sql import functions as F
 
 from crawlkit import schemas, segment_names, storage
 from crawlkit.export.pages import parse_rows
-from crawlkit.stages.dedup import WITH_CONTENT
 
 PRUNING_DIR = "_pruning"
 
@@ -58,11 +59,12 @@ class Plan:
 
 def needed_parses(crawldb: DataFrame, parses: DataFrame) -> DataFrame:
     """(url, segment) of the parse rows pages need: a page's newest successful parse, and the
-    newest parse of the content its crawldb row describes (same URL and signature; a
-    ``duplicate`` too: dedup may make it ``fetched`` again without a refetch)."""
+    newest parse of the content its crawldb row describes (same URL and signature), whatever
+    the row's status: a ``duplicate`` dedup revives, a page in ``retry`` or ``gone`` that a
+    later 304 makes ``not_modified`` keep their content's signature."""
     order = segment_names.order_column(F.col("segment"))
     newest = parses.groupBy("url").agg(F.max_by("segment", order).alias("segment"))
-    current = (crawldb.filter(F.col("status").isin(*WITH_CONTENT)).select("url", "signature").alias("db")
+    current = (crawldb.select("url", "signature").alias("db")
                .join(parses.alias("p"), on=(F.col("db.url") == F.col("p.url"))
                      & F.col("db.signature").eqNullSafe(F.col("p.signature")))
                .groupBy(F.col("db.url").alias("url")).agg(F.max_by("p.segment", order).alias("segment")))
@@ -104,10 +106,25 @@ def locked_segments(crawldb: DataFrame) -> set[str]:
 
 
 def clear_pruning_dir(spark: SparkSession, crawl_dir: str) -> None:
-    """Delete ``_pruning/``: at the start, what a killed run left there (segments already out
-    of ``segments/``); at the end, the folder itself."""
+    """Delete ``_pruning/``, which a pruning makes when it begins: its being there says a
+    pruning runs, or was killed (``interrupted``)."""
     fs, path = storage.hadoop_fs(spark, storage.join(crawl_dir, PRUNING_DIR))
     fs.delete(path, True)
+
+
+def interrupted(spark: SparkSession, crawl_dir: str) -> bool:
+    """Whether a pruning is under way or was killed (an export refuses to finish then)."""
+    return storage.path_exists(spark, storage.join(crawl_dir, PRUNING_DIR))
+
+
+def finish_interrupted(spark: SparkSession, crawl_dir: str) -> None:
+    """After a pruning that was killed: rename in the cut-down parse parts it left complete
+    beside an empty place (a reader would take the segment for one without pages), then
+    delete what it had moved out. Run by ``maintain`` and at a round's start (both hold the
+    crawl directory's lock)."""
+    if interrupted(spark, crawl_dir):
+        finish_parse_rewrites(spark, crawl_dir, storage.list_segments(spark, crawl_dir))
+        clear_pruning_dir(spark, crawl_dir)
 
 
 def remove_segment(spark: SparkSession, crawl_dir: str, segment: str) -> int:
@@ -132,8 +149,8 @@ def _delete_moved(spark: SparkSession, path: str, pruning_path: str) -> int:
 def plan_pruning(spark: SparkSession, crawl_dir: str, keep: int) -> Plan:
     """Of the settled segments beyond the ``keep`` newest: those no page needs (removable),
     and those holding more than the parse rows pages need (slim)."""
+    finish_interrupted(spark, crawl_dir)
     segments = storage.list_segments(spark, crawl_dir)
-    finish_parse_rewrites(spark, crawl_dir, segments)
     old = segments[:-keep] if keep else []
     db_path = storage.crawldb_path(crawl_dir)
     if not old or not storage.is_delta(spark, db_path):
@@ -193,7 +210,8 @@ def finish_parse_rewrites(spark: SparkSession, crawl_dir: str, segments: list[st
 def prune(spark: SparkSession, crawl_dir: str, plan: Plan) -> dict:
     """Delete and slim the plan's segments; counters: segments before, removed and slimmed
     (names), kept_needed (old but needed), bytes_freed."""
-    clear_pruning_dir(spark, crawl_dir)
+    fs, marker = storage.hadoop_fs(spark, storage.join(crawl_dir, PRUNING_DIR))
+    fs.mkdirs(marker)   # under way (``interrupted``) until the end
     freed = sum(remove_segment(spark, crawl_dir, s) for s in plan.removable)
     freed += sum(slim_segment(spark, crawl_dir, s, plan.needed) for s in plan.slim)
     clear_pruning_dir(spark, crawl_dir)

@@ -236,3 +236,61 @@ def test_nothing_is_pruned_by_default(spark, make_test_conf):
            finished=set(SEGMENTS))
     assert "segments" not in run_maintain(spark, conf, NOW)
     assert storage.list_segments(spark, conf["crawl.dir"]) == SEGMENTS
+
+
+def test_a_page_in_retry_keeps_the_parse_a_304_makes_current_again(spark, tmp_path):
+    crawl_dir = str(tmp_path / "crawl")
+    s1, s2, *_ = SEGMENTS
+    # u's content is s1's (U1); s2's parse of new text (U2) was never applied (abandoned); u is
+    # in retry now, and a 304 would make it not_modified with U1
+    _crawl(spark, crawl_dir, {s1: [_parse("http://a.test/u", "U1", s1)], s2: [_parse("http://a.test/u", "U2", s2)]},
+           [_db_row("http://a.test/u", "U1", status="retry")], finished=set(SEGMENTS))
+
+    counters = prune_segments(spark, crawl_dir, keep=1)
+
+    assert counters["removed"] == SEGMENTS[2:4] and counters["slimmed"] == [s1, s2]
+    assert [r.signature for r in storage.read_segment_part(spark, crawl_dir, s1, "parse", "parse").collect()] == ["U1"]
+
+
+def test_a_maintain_killed_inside_a_parse_rewrite_is_finished_and_refuses_exports_till_then(
+        spark, make_test_conf, monkeypatch):
+    from crawlkit.export import job
+    from crawlkit.stages import segment_pruning
+
+    conf = make_test_conf(maintain__keep_segments=1, maintain__every_rounds=2)
+    crawl_dir = conf["crawl.dir"]
+    s1 = SEGMENTS[0]
+    page = "http://a.test/u"
+    _crawl(spark, crawl_dir, {s1: [_parse(page, "U1", s1), _parse("http://a.test/old", "O1", s1, status="failed")]},
+           [_db_row(page, "U1")], finished=set(SEGMENTS))
+    run_maintain(spark, conf, NOW)   # the segments before are counted from here
+    for name in ("20260106000000", "20260107000000"):
+        storage.write_segment_part(schemas.empty(spark, "content"), crawl_dir, name, "content", "content")
+    assert maintenance_due(spark, conf)
+    # rewrite s1's parse again (its failed row, back), and kill the run between the old
+    # part's delete and the new one's rename
+    storage.write_segment_part(schemas.frame(spark, "parse", [_parse(page, "U1", s1),
+                                                               _parse("http://a.test/old", "O1", s1, "failed")]),
+                               crawl_dir, s1, "parse", "parse")
+    move = storage.move_into_place
+
+    def killed(spark_, source, target):
+        if source.endswith(".parse.writing"):
+            storage.hadoop_fs(spark_, target)[0].delete(storage.hadoop_fs(spark_, target)[1], True)
+            raise KeyboardInterrupt("killed")
+        return move(spark_, source, target)
+
+    monkeypatch.setattr(storage, "move_into_place", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_maintain(spark, conf, NOW)
+    monkeypatch.setattr(storage, "move_into_place", move)
+
+    assert not storage.segment_part_exists(spark, crawl_dir, s1, "parse")
+    with pytest.raises(SegmentStateError, match="run the export again"):
+        job.run_export(spark, conf)
+    assert maintenance_due(spark, conf)   # the killed run is not counted as done
+
+    segment_pruning.finish_interrupted(spark, crawl_dir)   # what the next round or maintain does first
+
+    assert [r.url for r in storage.read_segment_part(spark, crawl_dir, s1, "parse", "parse").collect()] == [page]
+    assert job.run_export(spark, conf)["records"] == 1
