@@ -21,8 +21,8 @@ from crawlkit.stages.fetch import run_fetch
 from crawlkit.stages.generate import new_segment_name, run_generate
 from crawlkit.stages.inject import run_inject
 from crawlkit.stages.maintain import maintenance_due, run_maintain
-from crawlkit.stages.segment_pruning import finish_interrupted
 from crawlkit.stages.parse import run_parse
+from crawlkit.stages.segment_pruning import finish_interrupted
 from crawlkit.stages.sitemaps import run_sitemaps
 from crawlkit.stages.updatedb import run_updatedb
 

@@ -89,8 +89,7 @@ def find_unfinished(spark: SparkSession, conf: Conf, now: datetime) -> list[Unfi
         # scored: every scorer of the round committed (a kill between two of them resumes)
         later = {t for commit in tags[last + 1:] for t in storage.tags_of(commit)}
         scored = all(f"score-{name}:{segment}" in later for name in round_scorers(conf))
-        finished = storage.path_exists(
-            spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", "round.json"))
+        finished = storage.has_stats(spark, crawl_dir, segment, "round")
         if not scored and not finished:
             found.append(Unfinished(segment, "score"))
     return sorted(found, key=lambda u: u.generated_at or datetime.max)
@@ -110,8 +109,7 @@ def resumable(spark: SparkSession, conf: Conf, now: datetime, log=print) -> Unfi
 
 
 def is_abandoned(spark: SparkSession, crawl_dir: str, segment: str) -> bool:
-    return storage.path_exists(
-        spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats", f"{ABANDONED}.json"))
+    return storage.has_stats(spark, crawl_dir, segment, ABANDONED)
 
 
 def abandon_segment(spark: SparkSession, conf: Conf, segment: str, now: datetime) -> dict:

@@ -463,6 +463,11 @@ def write_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str, c
     write_json_file(spark, join(segment_path(crawl_dir, segment), "_stats"), f"{stage}.json", counters)
 
 
+def has_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str) -> bool:
+    """Whether ``segments/<segment>/_stats/<stage>.json`` is there (the stage ran to its end)."""
+    return path_exists(spark, join(segment_path(crawl_dir, segment), "_stats", f"{stage}.json"))
+
+
 def write_json_file(spark: SparkSession, folder: str, name: str, data: dict) -> None:
     """``data`` as ``folder/name``, written beside and renamed into place: a kill mid-write
     leaves the old file or none, never a torn one (a resumed fetch reads its own counters)."""

@@ -78,12 +78,13 @@ def run_maintain(spark: SparkSession, conf: Conf, now: datetime) -> dict:
     plan = plan_pruning(spark, crawl_dir, conf["maintain.keep_segments"]) if conf["maintain.keep_segments"] else None
     if plan is not None and (plan.removable or plan.slim):
         # recorded before a segment goes: an export running or of an older crawldb version learns of it
-        _record(spark, crawl_dir, prunings=_last(spark, crawl_dir).get("prunings", 0) + 1,
-                pruned_version=max(plan.crawldb_version, _last(spark, crawl_dir).get("pruned_version") or -1))
+        last = last_run(spark, crawl_dir) or {}
+        _record(spark, crawl_dir, last, prunings=last.get("prunings", 0) + 1,
+                pruned_version=max(plan.crawldb_version, last.get("pruned_version") or -1))
     if plan is not None:
         result["segments"] = prune(spark, crawl_dir, plan)
     # only now: a run killed before this is due again after the next round
-    _record(spark, crawl_dir, newest_segment=newest)
+    _record(spark, crawl_dir, last_run(spark, crawl_dir) or {}, newest_segment=newest)
     storage.write_json_file(spark, storage.join(crawl_dir, "_stats"),
                             f"maintain-{now.strftime('%Y%m%d%H%M%S')}.json", result)
     return result
@@ -97,12 +98,9 @@ def last_run(spark: SparkSession, crawl_dir: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def _last(spark: SparkSession, crawl_dir: str) -> dict:
-    return last_run(spark, crawl_dir) or {}
-
-
-def _record(spark: SparkSession, crawl_dir: str, **values) -> None:
-    record = {"newest_segment": None, "prunings": 0, "pruned_version": None} | _last(spark, crawl_dir) | values
+def _record(spark: SparkSession, crawl_dir: str, previous: dict, **values) -> None:
+    """``previous`` (the record as read) with ``values`` changed, as the new record."""
+    record = {"newest_segment": None, "prunings": 0, "pruned_version": None} | previous | values
     storage.write_json_file(spark, storage.join(crawl_dir, "_stats"), LAST_RUN, record)
 
 
@@ -117,7 +115,7 @@ def maintenance_due(spark: SparkSession, conf: Conf) -> bool:
     crawl_dir = conf["crawl.dir"]
     segments = storage.list_segments(spark, crawl_dir)
     last = last_run(spark, crawl_dir)
-    if last is None or "newest_segment" not in last:
+    if last is None:
         return len(segments) % every == 0
     after = segment_names.order_key(last["newest_segment"] or "")
     return sum(segment_names.order_key(s) > after for s in segments) >= every

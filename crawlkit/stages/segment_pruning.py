@@ -71,32 +71,26 @@ def needed_parses(crawldb: DataFrame, parses: DataFrame) -> DataFrame:
     return newest.unionByName(current).distinct()
 
 
-def last_applied(spark: SparkSession, crawl_dir: str, segments: list[str]) -> set[str]:
+def last_applied(spark: SparkSession, crawl_dir: str, applied: list[str]) -> set[str]:
     """The segments a resumed round may still score: the one the crawldb's newest
     ``updatedb:`` commit names (resume.py reads the same; a segment applied late by hand is
-    it, whatever its name), and the newest by name with ``updatedb.json`` (where the history
-    no longer reaches back to an updatedb)."""
+    it, whatever its name), and the newest of ``applied`` (those with ``updatedb.json``, by
+    name: where the history no longer reaches back to an updatedb)."""
     db_path = storage.crawldb_path(crawl_dir)
     commits = storage.recent_history(spark, db_path,
                                      lambda cs: any(t.startswith("updatedb:") for t in storage.tags_in(cs)))
     tags = [t for c in commits for t in storage.tags_of(c["userMetadata"]) if t.startswith("updatedb:")]
     by_history = {tags[-1].split(":", 1)[1]} if tags else set()
-    by_stats = [s for s in segments if _has_stats(spark, crawl_dir, s, "updatedb")]
-    return by_history | set(by_stats[-1:])
+    return by_history | set(applied[-1:])
 
 
-def settled(spark: SparkSession, crawl_dir: str, candidates: list[str], locked: set[str],
+def settled(spark: SparkSession, crawl_dir: str, candidates: list[str], applied: set[str], locked: set[str],
             protected: set[str]) -> list[str]:
     """Of ``candidates`` (oldest first), those no round will read again (see the module doc)."""
     from crawlkit.resume import is_abandoned
     return [s for s in candidates if s not in locked and s not in protected
-            and (_has_stats(spark, crawl_dir, s, "round") or is_abandoned(spark, crawl_dir, s)
-                 or _has_stats(spark, crawl_dir, s, "updatedb"))]
-
-
-def _has_stats(spark: SparkSession, crawl_dir: str, segment: str, stage: str) -> bool:
-    return storage.path_exists(spark, storage.join(storage.segment_path(crawl_dir, segment), "_stats",
-                                                   f"{stage}.json"))
+            and (s in applied or storage.has_stats(spark, crawl_dir, s, "round")
+                 or is_abandoned(spark, crawl_dir, s))]
 
 
 def locked_segments(crawldb: DataFrame) -> set[str]:
@@ -157,7 +151,9 @@ def plan_pruning(spark: SparkSession, crawl_dir: str, keep: int) -> Plan:
         return Plan(len(segments), [], [], 0, None)
     version = storage.table_version(spark, db_path)
     crawldb = storage.read_table(spark, db_path, "crawldb", version)
-    candidates = settled(spark, crawl_dir, old, locked_segments(crawldb), last_applied(spark, crawl_dir, segments))
+    applied = [s for s in segments if storage.has_stats(spark, crawl_dir, s, "updatedb")]
+    candidates = settled(spark, crawl_dir, old, set(applied), locked_segments(crawldb),
+                         last_applied(spark, crawl_dir, applied))
     needed = needed_parses(crawldb, parse_rows(spark, crawl_dir))
     kept_rows = {r["segment"]: r["count"] for r in needed.groupBy("segment").count().collect()}
     rows = _parse_rows_by_segment(spark, crawl_dir, [s for s in candidates if s in kept_rows])
